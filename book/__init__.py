@@ -1,0 +1,17 @@
+"""The shared package of the course: the example's data, the specs, the figure style.
+
+Every chapter, exercise, solution and test imports from here, so the example
+is defined once.
+"""
+from . import style
+from .example import (
+    ATTENTION_SCORES, INPUT_WORDS, LOGITS, NEXT_AFTER, NEXT_LOGITS, SENTENCE, START,
+    TARGET_IDS, TARGET_WORDS, TOKEN_IDS, VOCAB, WORD_ID,
+)
+from .specs import EXAMPLE_ACCELERATOR, EXAMPLE_MODEL, GiB, KiB, MiB, Accelerator, ModelSpec
+
+__all__ = [
+    "style", "ATTENTION_SCORES", "INPUT_WORDS", "LOGITS", "NEXT_AFTER", "NEXT_LOGITS", "SENTENCE",
+    "START", "TARGET_IDS", "TARGET_WORDS", "TOKEN_IDS", "VOCAB", "WORD_ID", "EXAMPLE_ACCELERATOR",
+    "EXAMPLE_MODEL", "GiB", "KiB", "MiB", "Accelerator", "ModelSpec",
+]
