@@ -1,0 +1,39 @@
+"""The golden notebooks are the chapters as they stand, fully executed.
+
+If a chapter's code changes and `make golden` was not run, this fails and names the cell.
+"""
+import pytest
+
+from notebooks import GOLDEN, chapter_names, code_cells, read_chapter, read_golden
+
+CHAPTERS = chapter_names()
+
+
+def test_every_chapter_has_a_golden_and_no_golden_is_orphaned():
+    goldens = sorted(p.stem for p in GOLDEN.glob("*.ipynb"))
+    assert goldens == CHAPTERS, "run `make golden`: goldens and chapters differ"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_code_cells_match_the_chapter(name):
+    chapter, golden = code_cells(read_chapter(name)), code_cells(read_golden(name))
+    assert len(chapter) == len(golden), (
+        f"{name}: the chapter has {len(chapter)} code cells, its golden {len(golden)}; run `make golden CH={name}`")
+    for i, (mine, gold) in enumerate(zip(chapter, golden), start=1):
+        assert mine.source == gold.source, f"{name}: code cell {i} differs from its golden; run `make golden CH={name}`"
+        assert mine.metadata.get("tags", []) == gold.metadata.get("tags", []), f"{name}: code cell {i} tags differ"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_every_golden_cell_was_executed(name):
+    """nbval skips the comparison of a cell the reference never ran, so a never-run cell would go unchecked."""
+    unexecuted = [i for i, c in enumerate(code_cells(read_golden(name)), start=1) if c.execution_count is None]
+    assert not unexecuted, f"{name}: code cells {unexecuted} of the golden were never executed"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_golden_cell_raised_unless_tagged(name):
+    for i, cell in enumerate(code_cells(read_golden(name)), start=1):
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        if errors and "raises-exception" not in cell.metadata.get("tags", []):
+            pytest.fail(f"{name}: code cell {i} raised {errors[0].ename}: {errors[0].evalue}")

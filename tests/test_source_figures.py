@@ -1,0 +1,46 @@
+"""Every figure of the source pages that the chapters cover is printed by its chapter.
+
+The table is tests/source_figures/*.csv, one file per chapter: the figure's id, the
+chapter that covers it, the figure as the source page prints it, and, where the
+source is wrong, the course's corrected figure. A corrected figure must also be
+explained in an erratum note in the chapter (an admonition titled "Erratum" that
+quotes the source's figure).
+"""
+import pytest
+
+from notebooks import ERRATUM, SOURCE_FIGURES as ROWS
+from notebooks import CHAPTERS, chapter_names, normalise, printed_numbers, read_golden
+
+
+def errata_notes(chapter):
+    """The text of each Erratum admonition in a chapter."""
+    return [m.group(0) for m in ERRATUM.finditer((CHAPTERS / f"{chapter}.md").read_text())]
+
+
+def test_table_is_well_formed():
+    ids = [r["id"] for r in ROWS]
+    assert len(ids) == len(set(ids)), "duplicate figure ids"
+    for row in ROWS:
+        assert row["chapter"] in chapter_names(), f"{row['id']}: unknown chapter {row['chapter']}"
+        normalise(row["source_text"])  # each row is one number
+
+
+def test_every_chapter_has_rows():
+    covered = {r["chapter"] for r in ROWS}
+    assert set(chapter_names()) <= covered, f"chapters without source figures: {set(chapter_names()) - covered}"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_figure_is_printed_by_its_chapter(row):
+    expected = row["course_text"] or row["source_text"]
+    printed = printed_numbers(read_golden(row["chapter"]))
+    assert normalise(expected) in printed, (
+        f"{row['id']}: the source figure {expected} ({row['note']}) is not printed by chapters/{row['chapter']}.md")
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["course_text"]], ids=lambda r: r["id"])
+def test_corrected_figure_has_an_erratum_note(row):
+    notes = errata_notes(row["chapter"])
+    assert any(row["source_text"] in note and row["course_text"] in note for note in notes), (
+        f"{row['id']}: the course prints {row['course_text']} where the source says {row['source_text']}; "
+        f"chapters/{row['chapter']}.md needs an Erratum admonition quoting both")
