@@ -4,6 +4,7 @@ Every chapter, exercise, solution and test imports from here, so the example
 is defined once.
 """
 from . import style
+from .maths import softmax
 from .example import (
     ATTENTION_SCORES, INPUT_WORDS, LOGITS, NEXT_AFTER, NEXT_LOGITS, SENTENCE, START,
     TARGET_IDS, TARGET_WORDS, TOKEN_IDS, VOCAB, WORD_ID,
@@ -11,7 +12,7 @@ from .example import (
 from .specs import EXAMPLE_ACCELERATOR, EXAMPLE_MODEL, GiB, KiB, MiB, Accelerator, ModelSpec
 
 __all__ = [
-    "style", "ATTENTION_SCORES", "INPUT_WORDS", "LOGITS", "NEXT_AFTER", "NEXT_LOGITS", "SENTENCE",
+    "style", "softmax", "ATTENTION_SCORES", "INPUT_WORDS", "LOGITS", "NEXT_AFTER", "NEXT_LOGITS", "SENTENCE",
     "START", "TARGET_IDS", "TARGET_WORDS", "TOKEN_IDS", "VOCAB", "WORD_ID", "EXAMPLE_ACCELERATOR",
     "EXAMPLE_MODEL", "GiB", "KiB", "MiB", "Accelerator", "ModelSpec",
 ]

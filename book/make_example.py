@@ -7,7 +7,7 @@ How the table is made
 ---------------------
 1. Seeded draws. ``numpy.random.default_rng(SEED)`` draws every raw output
    (logit) from a normal distribution, and the right word at each position is
-   given a boost, so that the model looks part-way trained.
+   raised by a fixed amount, so the simulated model seems half-trained.
 2. Solved adjustments. Position 4 is pinned to the six largest raw outputs the
    source page prints (2.59 ... 0.64) and its smallest (-2.61, "block"). Every
    number is then rounded to two decimals (attention scores to three) and a
