@@ -1,0 +1,241 @@
+"""The walk-away question as a tool: parameters, cache and capacity from a model card.
+
+Introduced in the model-card chapter (after the recap). For any decoder-only
+transformer described by its card, it answers: total and active parameters,
+cache bytes per token, weight bytes, how many requests of N tokens fit beside
+the weights in M bytes, and the memory-bound decode rate at a given batch.
+
+Command line (after `make book` has set up .venv)::
+
+    python -m book.card mistral-7b --context 8192 --memory 80GiB --bandwidth 3.35TB/s
+    python -m book.card --compare llama-2-7b mistral-7b --context 32768
+    python -m book.card --list
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from dataclasses import dataclass
+
+__all__ = [
+    "ModelCard", "CATALOGUE", "total_params", "active_params", "cache_bytes_per_token", "weights_bytes",
+    "requests_that_fit", "weights_read_per_step", "decode_tokens_per_second", "parse_bytes", "parse_rate",
+]
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """A decoder-only transformer as its card states it."""
+
+    name: str
+    n_layers: int
+    d_model: int
+    n_heads: int  # query heads
+    n_kv_heads: int  # key-value heads (= n_heads without grouped-query attention)
+    d_head: int
+    d_ff: int  # feed-forward width (of one expert)
+    ffn_matrices: int  # 2 for up/down (GPT-2), 3 for gated up/gate/down (SwiGLU)
+    vocab: int
+    tied_output: bool  # output layer shares the token-embedding matrix
+    n_experts: int = 1
+    experts_per_token: int = 1
+    bytes_per_number: int = 2
+    biases: bool = False  # a bias on every linear layer (GPT-2)
+    norm_params: int = 1  # numbers per width in each norm: 1 (RMSNorm weight) or 2 (LayerNorm weight and bias)
+    positions: int = 0  # rows of a learned position table (0 for rotary positions)
+    source: str = ""  # where the shape comes from
+    published: str = ""  # the total its authors publish, as they print it: "6.7B", "124M"
+    published_active: str = ""  # the active count they publish, for a mixture of experts
+    published_where: str = ""  # where that published figure stands
+
+
+def _attention_params(c: ModelCard) -> int:
+    q_out, kv_out = c.n_heads * c.d_head, c.n_kv_heads * c.d_head
+    weights = c.d_model * q_out + 2 * c.d_model * kv_out + q_out * c.d_model  # W_q, W_k, W_v, W_o
+    return weights + ((q_out + 2 * kv_out + c.d_model) if c.biases else 0)
+
+
+def _expert_params(c: ModelCard) -> int:
+    return c.ffn_matrices * c.d_model * c.d_ff + ((c.d_ff + c.d_model) if c.biases else 0)
+
+
+def _shared_params(c: ModelCard) -> int:
+    """Everything but the experts: embeddings, attention, router, norms, output layer."""
+    router = c.d_model * c.n_experts if c.n_experts > 1 else 0
+    per_layer = _attention_params(c) + router + 2 * c.norm_params * c.d_model
+    embeddings = (c.vocab + c.positions) * c.d_model
+    output = 0 if c.tied_output else c.vocab * c.d_model
+    return embeddings + c.n_layers * per_layer + c.norm_params * c.d_model + output
+
+
+def total_params(c: ModelCard) -> int:
+    """Every trainable number: what memory must hold."""
+    return _shared_params(c) + c.n_layers * c.n_experts * _expert_params(c)
+
+
+def active_params(c: ModelCard) -> int:
+    """The numbers one token passes through: what sets the compute per token."""
+    return _shared_params(c) + c.n_layers * c.experts_per_token * _expert_params(c)
+
+
+def cache_bytes_per_token(c: ModelCard) -> int:
+    """Key and value, in every layer, for every key-value head: 2 x layers x kv heads x head size x bytes."""
+    return 2 * c.n_layers * c.n_kv_heads * c.d_head * c.bytes_per_number
+
+
+def weights_bytes(c: ModelCard) -> int:
+    return total_params(c) * c.bytes_per_number
+
+
+def requests_that_fit(c: ModelCard, tokens: int, memory: float) -> int:
+    """Whole requests of `tokens` tokens whose caches fit in `memory` bytes beside the weights (0 if none)."""
+    spare = memory - weights_bytes(c)
+    return max(0, math.floor(spare / (tokens * cache_bytes_per_token(c))))
+
+
+def weights_read_per_step(c: ModelCard, batch: int) -> float:
+    """Weight bytes one decode step reads: all shared weights, plus the experts the batch's tokens touch.
+
+    With uniform routing, a layer's expert is untouched by one token with chance 1 - k/E, so a batch
+    of B tokens touches E x (1 - (1 - k/E)^B) experts on average; a dense model reads everything.
+    """
+    touched = c.n_experts * (1 - (1 - c.experts_per_token / c.n_experts) ** batch)
+    return (_shared_params(c) + c.n_layers * touched * _expert_params(c)) * c.bytes_per_number
+
+
+def decode_tokens_per_second(c: ModelCard, bandwidth: float, batch: int, context: int) -> float:
+    """Memory-bound decode rate: each step reads the weights once and every request's whole cache."""
+    step_bytes = weights_read_per_step(c, batch) + batch * context * cache_bytes_per_token(c)
+    return batch * bandwidth / step_bytes
+
+
+CATALOGUE = {
+    card.name: card
+    for card in [
+        ModelCard(
+            "gpt2-small", n_layers=12, d_model=768, n_heads=12, n_kv_heads=12, d_head=64, d_ff=3072,
+            ffn_matrices=2, vocab=50_257, tied_output=True, biases=True, norm_params=2, positions=1024,
+            source="Radford et al. 2019; released config (n_layer 12, n_embd 768, n_head 12, n_ctx 1024)",
+            published="124M", published_where="the released checkpoint's name in openai/gpt-2",
+        ),
+        ModelCard(
+            "gpt2-xl", n_layers=48, d_model=1600, n_heads=25, n_kv_heads=25, d_head=64, d_ff=6400,
+            ffn_matrices=2, vocab=50_257, tied_output=True, biases=True, norm_params=2, positions=1024,
+            source="Radford et al. 2019; released config (n_layer 48, n_embd 1600, n_head 25, n_ctx 1024)",
+            published="1558M",
+            published_where="the released checkpoint's name in openai/gpt-2 (the paper's table says 1542M)",
+        ),
+        ModelCard(
+            "llama-2-7b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=32, d_head=128, d_ff=11_008,
+            ffn_matrices=3, vocab=32_000, tied_output=False,
+            source="Touvron et al. 2023, Llama 2 (arXiv 2307.09288); released config (SwiGLU 11008, 32 kv heads)",
+            published="6.7B", published_where="LLaMA 7B, the same shape: Touvron et al. 2023, arXiv 2302.13971, Table 2",
+        ),
+        ModelCard(
+            "llama-2-70b", n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, d_head=128, d_ff=28_672,
+            ffn_matrices=3, vocab=32_000, tied_output=False,
+            source="Touvron et al. 2023, Llama 2 (arXiv 2307.09288); released config (grouped-query, 8 kv heads)",
+            published="70B", published_where="the model's name in the Llama 2 paper",
+        ),
+        ModelCard(
+            "mistral-7b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_head=128, d_ff=14_336,
+            ffn_matrices=3, vocab=32_000, tied_output=False,
+            source="Jiang et al. 2023, Mistral 7B (arXiv 2310.06825), Table 1",
+            published="7B", published_where="the model's name in the Mistral 7B paper",
+        ),
+        ModelCard(
+            "mixtral-8x7b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_head=128, d_ff=14_336,
+            ffn_matrices=3, vocab=32_000, tied_output=False, n_experts=8, experts_per_token=2,
+            source="Jiang et al. 2024, Mixtral of Experts (arXiv 2401.04088), Table 1",
+            published="47B", published_active="13B", published_where="Mixtral paper, section 2",
+        ),
+    ]
+}
+
+_UNITS = {"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([KMGT]I?B|B)?\s*", re.IGNORECASE)
+
+
+def parse_bytes(text: str) -> float:
+    """'80GiB' -> 85899345920.0; accepts B, KB/MB/GB/TB (powers of 1000) and KiB/MiB/GiB/TiB (of 1024)."""
+    m = _SIZE.fullmatch(text)
+    if not m:
+        raise ValueError(f"cannot read a size from {text!r}: write a number and a unit, e.g. 80GiB or 40GB")
+    return float(m.group(1)) * _UNITS[(m.group(2) or "").upper()]
+
+
+def parse_rate(text: str) -> float:
+    """'3.35TB/s' -> 3.35e12 bytes per second."""
+    if not text.strip().lower().endswith("/s"):
+        raise ValueError(f"cannot read a bandwidth from {text!r}: write bytes per second, e.g. 3.35TB/s or 900GB/s")
+    return parse_bytes(text.strip()[:-2])
+
+
+def _rows(c: ModelCard, context: int, memory: float, bandwidth: float):
+    fit = requests_that_fit(c, context, memory)
+    fits = f"{fit:,}" if weights_bytes(c) <= memory else "0 (weights too big)"
+    at_fit = f"{decode_tokens_per_second(c, bandwidth, fit, context):,.0f} tokens/s" if fit else "none fit"
+    return [
+        ("total parameters", f"{total_params(c) / 1e9:,.2f} B"),
+        ("active parameters per token", f"{active_params(c) / 1e9:,.2f} B"),
+        ("weights", f"{weights_bytes(c) / 2**30:,.2f} GiB"),
+        ("cache per token", f"{cache_bytes_per_token(c) / 2**10:,.0f} KiB"),
+        (f"cache per request of {context:,} tokens", f"{context * cache_bytes_per_token(c) / 2**30:,.2f} GiB"),
+        (f"requests that fit in {memory / 2**30:,.0f} GiB", fits),
+        ("decode, one request", f"{decode_tokens_per_second(c, bandwidth, 1, context):,.0f} tokens/s"),
+        ("decode, all requests that fit", at_fit),
+        ("published total (active)", c.published + (f" ({c.published_active})" if c.published_active else "")),
+    ]
+
+
+def table(names, context: int, memory: float, bandwidth: float) -> str:
+    """The walk-away answer for one or more catalogue models, as a text table."""
+    cards = [CATALOGUE[n] for n in names]
+    columns = [_rows(c, context, memory, bandwidth) for c in cards]
+    labels = [label for label, _ in columns[0]]
+    width = max(map(len, labels))
+    head = " " * width + "".join(f"  {c.name:>24}" for c in cards)
+    lines = [head] + [
+        f"{label:<{width}}" + "".join(f"  {col[i][1]:>24}" for col in columns) for i, label in enumerate(labels)]
+    note = (f"at {context:,} tokens a request, {memory / 2**30:,.0f} GiB of accelerator memory, "
+            f"{bandwidth / 1e12:,.2f} TB/s; {cards[0].bytes_per_number} bytes a number")
+    return "\n".join(lines + [note])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m book.card",
+        description="Total and active parameters, cache per token, and how many requests fit, for a published model.")
+    parser.add_argument("name", nargs="?", help=f"one of: {', '.join(CATALOGUE)}")
+    parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="two models side by side")
+    parser.add_argument("--context", type=int, default=8192, help="tokens per request (default 8192)")
+    parser.add_argument("--memory", default="80GiB", help="accelerator memory, e.g. 80GiB or 40GB (default 80GiB)")
+    parser.add_argument("--bandwidth", default="3.35TB/s", help="memory bandwidth, e.g. 3.35TB/s (default 3.35TB/s)")
+    parser.add_argument("--list", action="store_true", help="list the known models and where their shapes come from")
+    args = parser.parse_args(argv)
+
+    if args.list:
+        for card in CATALOGUE.values():
+            print(f"{card.name:14} shape: {card.source}\n{'':14} published {card.published}: {card.published_where}")
+        return 0
+    names = args.compare or ([args.name] if args.name else [])
+    if not names:
+        parser.error(f"name a model or use --compare A B; known models: {', '.join(CATALOGUE)}")
+    unknown = [n for n in names if n not in CATALOGUE]
+    if unknown:
+        parser.error(f"unknown model {unknown[0]!r}; known models: {', '.join(CATALOGUE)}")
+    if args.context <= 0:
+        parser.error("--context must be a positive number of tokens, e.g. 8192")
+    try:
+        memory, bandwidth = parse_bytes(args.memory), parse_rate(args.bandwidth)
+    except ValueError as err:
+        parser.error(str(err))
+    print(table(names, args.context, memory, bandwidth))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
