@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup book test golden clean
+.PHONY: setup book test golden exercises grade clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,18 @@ test: setup
 # Regenerate the executed golden notebooks: all of them, or one with CH=01_next_token_prediction
 golden: setup
 	cd tests && ../$(BIN)/python make_golden.py $(CH)
+
+# Regenerate exercises/ (student notebooks) and autograder/ (zips with the hidden tests) from solutions/:
+# all of them, or one with EX=02_causal_mask. otter assign also checks every solution passes its tests.
+exercises: setup
+	$(BIN)/python tools/make_exercises.py $(EX)
+
+# Grade a folder of submitted notebooks for one exercise into a CSV, a row per submission:
+#   make grade EX=01_next_token_prediction SUBMISSIONS=path/to/folder OUT=grades.csv
+grade: setup
+	@test -n "$(EX)" -a -n "$(SUBMISSIONS)" -a -n "$(OUT)" || \
+	  { echo "usage: make grade EX=01_next_token_prediction SUBMISSIONS=folder/ OUT=grades.csv"; exit 2; }
+	$(BIN)/python tools/grade.py $(EX) $(SUBMISSIONS) $(OUT)
 
 clean:
 	rm -rf _build
