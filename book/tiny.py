@@ -8,6 +8,7 @@ C width, H heads, D head size, V vocabulary).
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,11 +17,24 @@ from torch import nn
 from torch.nn import functional as F
 
 __all__ = [
-    "TinyConfig", "TinyGPT", "WordTokenizer", "load_text", "batches", "train", "generate",
-    "greedy", "sample", "cache_bytes",
+    "TinyConfig", "TinyGPT", "WordTokenizer", "load_text", "corpus", "batches", "train", "trained_model",
+    "generate", "greedy", "sample", "new_caches", "cache_bytes", "one_thread",
 ]
 
 TEXT_PATH = Path(__file__).with_name("data") / "robot_text.txt"
+STEPS, BATCH, LR, SEED = 400, 32, 1e-2, 0  # the training run every chapter repeats: a few seconds on one core
+TRAIN_WINDOW = 24  # tokens per training window; an episode of the text is about 16 words
+
+
+@contextmanager
+def one_thread():
+    """Run torch on one thread: the same numbers on every machine, and faster for a model this small."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 # ---------------------------------------------------------------- data
@@ -48,6 +62,13 @@ def load_text() -> str:
     return TEXT_PATH.read_text()
 
 
+def corpus():
+    """The tokenizer of the shipped text and the whole text as one row of token ids."""
+    text = load_text()
+    tokenizer = WordTokenizer(text)
+    return tokenizer, torch.tensor(tokenizer.encode(text))
+
+
 def batches(data: torch.Tensor, batch: int, context: int, generator: torch.Generator):
     """Endless random windows of the token stream: inputs and the same windows one token on."""
     while True:
@@ -63,11 +84,11 @@ def batches(data: torch.Tensor, batch: int, context: int, generator: torch.Gener
 @dataclass
 class TinyConfig:
     vocab: int
-    context: int = 32
-    d_model: int = 48
+    context: int = 128  # positions the model has slots for; training uses only the first TRAIN_WINDOW
+    d_model: int = 32
     n_heads: int = 4
     n_layers: int = 2
-    d_ff: int = 192
+    d_ff: int = 128
     causal: bool = True  # False trains the model that can see the answer
 
 
@@ -137,19 +158,28 @@ class TinyGPT(nn.Module):
         return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-def train(model, data, steps=300, batch=32, lr=3e-3, seed=0):
-    """Train with AdamW on random windows; returns the loss of every step."""
-    torch.manual_seed(seed)
+def train(model, data, steps=STEPS, batch=BATCH, lr=LR, seed=SEED, window=TRAIN_WINDOW):
+    """Train with AdamW on random windows of the text; returns the loss of every step, in nats."""
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     losses = []
-    for _, (x, y) in zip(range(steps), batches(data, batch, model.cfg.context, gen)):
-        _, loss = model(x, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    with one_thread():
+        for _, (x, y) in zip(range(steps), batches(data, batch, window, gen)):
+            _, loss = model(x, y)  # x, y: (B, T)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
     return losses
+
+
+def trained_model(causal=True, steps=STEPS, seed=SEED):
+    """The course's tiny model, built from a fixed seed and trained on the shipped text: (model, losses)."""
+    tokenizer, data = corpus()
+    torch.manual_seed(seed)
+    model = TinyGPT(TinyConfig(vocab=len(tokenizer), causal=causal))
+    losses = train(model, data, steps=steps, seed=seed)
+    return model.eval(), losses
 
 
 # ---------------------------------------------------------------- generation
@@ -177,6 +207,11 @@ def new_caches(model):
 @torch.no_grad()
 def generate(model, prompt, n_new, pick=greedy, use_cache=True, generator=None, caches=None):
     """Append n_new tokens to prompt (a list of ids), one at a time; with the cache, feed only the newest token."""
+    with one_thread():
+        return _generate(model, prompt, n_new, pick, use_cache, generator, caches)
+
+
+def _generate(model, prompt, n_new, pick, use_cache, generator, caches):
     ids = list(prompt)
     if use_cache:
         caches = caches if caches is not None else new_caches(model)
