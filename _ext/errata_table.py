@@ -49,9 +49,12 @@ class ErrataTable(SphinxDirective):
         group += head
         body = nodes.tbody()
         for _, row in rows:
-            link = addnodes.pending_xref("", nodes.inline("", row["chapter"]), refdomain="std", reftype="doc",
-                                         reftarget=f"/chapters/{row['chapter']}", refexplicit=False,
-                                         refdoc=self.env.docname, refwarn=True)
+            docname = f"chapters/{row['chapter']}"
+            link = nodes.Text(row["chapter"])  # a chapter still being written, not yet in the table of contents
+            if docname in self.env.found_docs:
+                link = addnodes.pending_xref("", nodes.inline("", row["chapter"]), refdomain="std", reftype="doc",
+                                             reftarget=f"/{docname}", refexplicit=False,
+                                             refdoc=self.env.docname, refwarn=True)
             body += nodes.row("", cell(link), cell(nodes.Text(row["source_text"])),
                               cell(nodes.Text(row["course_text"])), cell(nodes.Text(row["note"])))
         group += body

@@ -1,0 +1,210 @@
+"""The website works in a real browser (Debian's chromium, headless, driven by Playwright).
+
+On every page of _toc.yml: it loads with no console error; every image has loaded and has alt text, and
+a chapter shows one loaded figure per figure cell, each with an alt text that states a number; axe-core
+finds no critical or serious accessibility violation, in light and in dark mode. Across pages: the
+next/previous links walk the book in the order of _toc.yml; the search page finds "cache" in the
+key-value-cache chapter; each notebook page's Binder button opens that page's file in JupyterLab; the
+recap quiz hides its answers until clicked. A screenshot of each page goes to _build/screenshots/.
+
+The network is closed: a request that leaves localhost is aborted and recorded. The only one a page may
+make is MathJax from its CDN (readers online get typeset formulas; here they stay as TeX), and the
+console error of that one aborted load is the only one tolerated.
+"""
+import os
+import re
+import shutil
+import tempfile
+from urllib.parse import urljoin
+
+import jupytext
+import pytest
+
+import built_site
+
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
+ALLOWED_EXTERNAL = re.compile(r"^https://cdn\.jsdelivr\.net/npm/mathjax@3/")
+PAGES = built_site.toc_pages()
+NOTEBOOKS = [p for p in PAGES if built_site.is_notebook(p)]
+QUIZ = "chapters/09_recap_quiz"
+KV_CACHE = "chapters/04_kv_cache"
+GENERIC_ALT = re.compile(r"^(a |an |the )?(plot|figure|image|chart|graph|picture|png)\b", re.IGNORECASE)
+
+
+def _unavailable(message):
+    """A missing browser fails the suite under CI and skips the browser tests on a reader's machine."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def browser_context():
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.path.exists(chromium):
+        _unavailable("the browser tests need Debian's chromium: apt-get install chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the browser tests need the playwright package: pip install -r requirements.txt")
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile, sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(profile, executable_path=chromium, headless=True, args=ARGS,
+                                                       viewport={"width": 1280, "height": 900})
+        yield context
+        context.close()
+
+
+class Visit:
+    """One page opened in the browser, with what it logged and every request it tried outside localhost."""
+
+    def __init__(self, context, base, page_name, mode="light"):
+        self.page = context.new_page()
+        self.errors, self.external = [], []
+        self.page.add_init_script(f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');")
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append((m.text, m.location.get("url", ""))))
+        self.page.on("pageerror", lambda e: self.errors.append((f"uncaught: {e}", "")))
+        self.page.route("**/*", self._route)
+        self.base = base
+        self.page.goto(urljoin(base, f"{page_name}.html"), wait_until="load")
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith(self.base):
+            route.continue_()
+        else:
+            self.external.append(url)
+            route.abort()
+
+    def console_errors(self):
+        return [text for text, where in self.errors if not ALLOWED_EXTERNAL.match(where)]
+
+    def unexpected_requests(self):
+        return [url for url in self.external if not ALLOWED_EXTERNAL.match(url)]
+
+    def images(self):
+        """(src, natural width, alt, inside a <figure>) for every image, after each has loaded or failed."""
+        return self.page.evaluate("""async () => {
+            const images = Array.from(document.images);
+            await Promise.all(images.map(i => i.decode().catch(() => null)));
+            return images.map(i => [i.getAttribute('src'), i.naturalWidth, i.getAttribute('alt'), !!i.closest('figure')]);
+        }""")
+
+    def close(self):
+        self.page.close()
+
+
+@pytest.fixture
+def visit(browser_context, site_url):
+    opened = []
+
+    def open_page(page_name, mode="light"):
+        opened.append(Visit(browser_context, site_url, page_name, mode))
+        return opened[-1]
+
+    yield open_page
+    for v in opened:
+        v.close()
+
+
+def figure_cells(page_name):
+    nb = jupytext.read(built_site.source_of(page_name))
+    return [c for c in nb.cells if c.cell_type == "code" and "figure" in c.metadata.get("mystnb", {})]
+
+
+@pytest.mark.parametrize("page_name", PAGES)
+def test_page_loads_with_its_figures(visit, page_name):
+    v = visit(page_name)
+    images = v.images()
+    shots = built_site.HTML.parent / "screenshots"
+    shots.mkdir(exist_ok=True)
+    v.page.screenshot(path=shots / f"{page_name.replace('/', '__')}.png", full_page=True)
+
+    assert not v.console_errors(), f"{page_name}: console errors: {v.console_errors()}"
+    assert not v.unexpected_requests(), f"{page_name}: requests outside the site: {v.unexpected_requests()}"
+    broken = [src for src, width, _, _ in images if not width]
+    assert not broken, f"{page_name}: images that did not load: {broken}"
+    no_alt = [src for src, _, alt, _ in images if not (alt or "").strip()]
+    assert not no_alt, f"{page_name}: images without alt text: {no_alt}"
+    figures = [(src, alt) for src, _, alt, in_figure in images if in_figure]
+    if built_site.is_notebook(page_name):
+        expected = len(figure_cells(page_name))
+        assert len(figures) == expected, f"{page_name}: {expected} figure cells, {len(figures)} figures shown"
+    for src, alt in figures:
+        assert not GENERIC_ALT.match(alt) and len(alt.split()) >= 8 and re.search(r"\d", alt), (
+            f"{page_name}: the alt text of {src} should say what the picture shows and its key number: {alt!r}")
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("page_name", PAGES)
+def test_no_serious_accessibility_violation(visit, page_name, mode):
+    from axe_playwright_python.sync_playwright import Axe
+
+    v = visit(page_name, mode)
+    assert v.page.evaluate("document.documentElement.dataset.theme") == mode
+    violations = [x for x in Axe().run(v.page).response["violations"] if x["impact"] in ("critical", "serious")]
+    report = [f"{x['id']} ({x['impact']}): {x['help']}; e.g. {x['nodes'][0]['target']} "
+              f"({len(x['nodes'])} elements)" for x in violations]
+    assert not report, f"{page_name} in {mode} mode:\n" + "\n".join(report)
+
+
+def _walk(v, selector):
+    """Follow one kind of link (next or previous) from the current page to the end; return the pages seen."""
+    seen = [v.page.url]
+    while (link := v.page.query_selector(selector)) and len(seen) <= len(PAGES):
+        v.page.goto(urljoin(v.page.url, link.get_attribute("href")), wait_until="load")
+        seen.append(v.page.url)
+    return [re.sub(r"\.html$", "", url[len(v.base):]) for url in seen]
+
+
+def test_next_and_previous_links_walk_the_book_in_order(visit):
+    v = visit(PAGES[0])
+    assert _walk(v, "a.right-next") == PAGES, "the next links do not follow _toc.yml"
+    assert _walk(v, "a.left-prev") == PAGES[::-1], "the previous links do not follow _toc.yml backwards"
+
+
+def test_colour_mode_switch_turns_the_page_dark(visit):
+    v = visit(PAGES[0], "light")
+    button = v.page.locator(".theme-switch-button").first
+    themes = []
+    for _ in range(3):  # light -> dark -> auto (follows the system, light here)
+        button.click()
+        themes.append(v.page.evaluate("document.documentElement.dataset.theme"))
+    assert "dark" in themes, f"the colour-mode button never made the page dark: {themes}"
+
+
+def test_search_finds_cache_in_the_kv_cache_chapter(visit):
+    expected = KV_CACHE if KV_CACHE in PAGES else "glossary"  # before chapter 4 exists, the glossary defines it
+    v = visit("search")
+    v.page.goto(urljoin(v.base, "search.html?q=cache"), wait_until="load")
+    v.page.wait_for_selector("ul.search li a", timeout=15_000)
+    hits = [re.sub(r"\.html.*$", "", a.get_attribute("href")) for a in v.page.query_selector_all("ul.search li a")]
+    assert expected in hits, f"searching 'cache' did not find {expected}: {hits}"
+    assert not v.console_errors(), v.console_errors()
+
+
+@pytest.mark.parametrize("page_name", NOTEBOOKS)
+def test_launch_button_opens_this_file_on_binder(visit, page_name):
+    cfg = built_site.config()
+    owner_repo = cfg["repository"]["url"].removeprefix("https://github.com/").strip("/")
+    source = built_site.source_of(page_name).relative_to(built_site.ROOT)
+    expected = (f"{cfg['launch_buttons']['binderhub_url'].rstrip('/')}/v2/gh/{owner_repo}/"
+                f"{cfg['repository']['branch']}?urlpath=lab/tree/{source.as_posix()}")
+    v = visit(page_name)
+    links = [a.get_attribute("href") for a in v.page.query_selector_all("a[href*='/v2/gh/']")]
+    assert links == [expected], f"{page_name}: Binder links {links}, expected {expected}"
+    assert cfg["launch_buttons"]["notebook_interface"] == "jupyterlab"
+
+
+def test_recap_quiz_hides_answers_until_clicked(visit):
+    if QUIZ not in PAGES:
+        pytest.skip(f"{QUIZ} is not in _toc.yml yet")
+    v = visit(QUIZ)
+    answers = v.page.locator("article details")
+    assert answers.count() > 0, "the quiz page has no folded answers"
+    for i in range(answers.count()):
+        answer = answers.nth(i)
+        body = answer.locator(":scope > :not(summary)").first
+        assert not body.is_visible(), f"answer {i + 1} is visible before it is clicked"
+        answer.locator(":scope > summary").click()
+        body.wait_for(state="visible", timeout=5_000)

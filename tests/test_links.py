@@ -1,0 +1,76 @@
+"""The built website has no broken internal link: every relative href and src leads to a file, and every
+#anchor to an element with that id on the target page. External links are not followed (no network)."""
+from html.parser import HTMLParser
+from urllib.parse import unquote, urldefrag, urlsplit
+
+import pytest
+
+import built_site
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.links = set(), []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("name"):
+            self.ids.add(attrs["name"])
+        for key in ("href", "src"):
+            if attrs.get(key) and tag in ("a", "img", "link", "script", "iframe", "source"):
+                self.links.append((tag, attrs[key]))
+
+
+def _parse(path, cache={}):
+    if path not in cache:
+        parser = _Links()
+        parser.feed(path.read_text(errors="replace"))
+        cache[path] = parser
+    return cache[path]
+
+
+def _broken_links(html):
+    broken = []
+    for page in sorted(html.rglob("*.html")):
+        if "_static" in page.relative_to(html).parts:
+            continue  # the theme's template fragments, not pages
+        for tag, link in _parse(page).links:
+            parts = urlsplit(link)
+            if parts.scheme or link.startswith("//") or link.startswith("javascript:"):
+                continue  # external: mybinder.org, the repository, arXiv
+            target_part, fragment = urldefrag(link)
+            path = unquote(urlsplit(target_part).path)
+            target = (page.parent / path).resolve() if path else page
+            if target.is_dir():
+                target = target / "index.html"
+            where = f"{page.relative_to(html)}: <{tag}> {link}"
+            if not target.exists():
+                broken.append(f"{where}: no such file")
+            elif fragment and target.suffix == ".html" and unquote(fragment) not in _parse(target).ids:
+                broken.append(f"{where}: no element with id {fragment!r}")
+    return broken
+
+
+def test_every_internal_link_and_anchor_resolves(site):
+    pages = list(site.rglob("*.html"))
+    assert len(pages) >= len(built_site.toc_pages())
+    broken = _broken_links(site)
+    assert not broken, f"{len(broken)} broken links:\n" + "\n".join(broken[:50])
+
+
+def test_the_checker_finds_a_broken_link(tmp_path):
+    """The check itself can fail: a missing file and a missing anchor are both reported."""
+    (tmp_path / "a.html").write_text('<p id="here"></p><a href="b.html">b</a><a href="a.html#nowhere">x</a>'
+                                     '<a href="#here">ok</a><a href="https://example.org/">out</a>')
+    assert [b.split(": ", 2)[2] for b in _broken_links(tmp_path)] == ["no such file", "no element with id 'nowhere'"]
+
+
+@pytest.mark.parametrize("page", [p for p in built_site.toc_pages() if built_site.is_notebook(p)])
+def test_notebook_page_offers_its_notebook_for_download(site, page):
+    """The download button of a chapter offers the executed notebook, and the file is there."""
+    html = (site / f"{page}.html").read_text()
+    assert f"{page.split('/')[-1]}.ipynb" in html, f"{page}: no .ipynb download link"
+    assert (site / "_sources" / f"{page}.ipynb").exists(), f"{page}: the downloadable notebook is missing"
