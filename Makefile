@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup book test golden exercises grade clean
+.PHONY: setup book test bench golden exercises grade clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ grade: setup
 	@test -n "$(EX)" -a -n "$(SUBMISSIONS)" -a -n "$(OUT)" || \
 	  { echo "usage: make grade EX=01_next_token_prediction SUBMISSIONS=folder/ OUT=grades.csv"; exit 2; }
 	$(BIN)/python tools/grade.py $(EX) $(SUBMISSIONS) $(OUT)
+
+# Build and test times, execution time per chapter, sizes of the environment and the site, each against
+# its budget (a script that prints, not a test). `make bench ARGS=--no-test` skips the timed `make test`.
+bench: setup
+	$(BIN)/python tools/bench.py $(ARGS)
 
 clean:
 	rm -rf _build

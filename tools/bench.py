@@ -1,0 +1,140 @@
+"""Benchmark of the book: build and test times, execution time per chapter, sizes. Prints; asserts nothing.
+
+    make bench                 # everything, including a timed `make test`
+    make bench ARGS=--no-test  # skip the (long) timed test run
+
+The cold build runs the command of `make book` into a fresh temporary folder (so it executes every
+chapter, with an empty cache, and leaves the shared _build alone); the warm build repeats it on that
+folder. Times depend on the machine: each is printed with its budget and as a ratio to it, and the
+machine is named, so that figures from two machines are compared as ratios.
+"""
+import argparse
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+CHAPTER_BUDGET_S = 10  # every chapter executes in under 10 s on 2 CPU cores
+COLD_BUILD_BUDGET_S = 120  # a cold `make book` in under 2 minutes after install
+PAGE_BUDGET_BYTES = 2 * 1024 * 1024  # no page over 2 MB with its images
+MiB = 1024 * 1024
+
+
+def machine():
+    model = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        m = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.M)
+        model = m.group(1).strip() if m else ""
+    return f"{model or platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+
+
+def timed(cmd, **kwargs):
+    start = time.perf_counter()
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, **kwargs)
+    return time.perf_counter() - start, run
+
+
+def folder_bytes(path):
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file() and not f.is_symlink())
+
+
+class _Images(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.srcs = []
+
+    def handle_starttag(self, tag, attrs):
+        src = dict(attrs).get("src")
+        if tag == "img" and src and not re.match(r"^[a-z]+:", src):
+            self.srcs.append(src)
+
+
+def page_sizes(html):
+    """(bytes of the page plus each image it shows, page) for every page of the site, largest first."""
+    sizes = []
+    for page in html.rglob("*.html"):
+        if "_static" in page.relative_to(html).parts:
+            continue
+        parser = _Images()
+        parser.feed(page.read_text(errors="replace"))
+        images = {(page.parent / src.split("?")[0]).resolve() for src in parser.srcs}
+        total = page.stat().st_size + sum(p.stat().st_size for p in images if p.exists())
+        sizes.append((total, page.relative_to(html).as_posix(), len(images)))
+    return sorted(sizes, reverse=True)
+
+
+def execution_times(build):
+    """{chapter source: seconds} from the build's execution cache."""
+    from jupyter_cache import get_cache
+
+    latest = {}
+    for record in get_cache(str(build / ".jupyter_cache")).list_cache_records():
+        if record.uri not in latest or record.created > latest[record.uri].created:
+            latest[record.uri] = record
+    return {Path(uri).relative_to(ROOT).as_posix(): r.data.get("execution_seconds") for uri, r in latest.items()}
+
+
+def verdict(value, budget):
+    return f"{value / budget:5.2f} of budget  {'ok' if value <= budget else 'OVER BUDGET'}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-test", action="store_true", help="do not time `make test`")
+    args = parser.parse_args()
+
+    print(f"machine: {machine()}")
+    print(f"date:    {time.strftime('%Y-%m-%d')}\n")
+
+    with tempfile.TemporaryDirectory(prefix="bench-book-") as out:
+        build = Path(out) / "_build"
+        cmd = [str(BIN / "jupyter-book"), "build", ".", "-n", "-W", "--keep-going", "--path-output", out]
+        cold, run = timed(cmd)
+        if run.returncode:
+            print(run.stdout[-2000:], run.stderr[-2000:])
+            sys.exit("the cold build failed")
+        warm, _ = timed(cmd)
+        print("build (the command of `make book`)")
+        print(f"  cold, empty cache:  {cold:7.1f} s   budget {COLD_BUILD_BUDGET_S} s  {verdict(cold, COLD_BUILD_BUDGET_S)}")
+        print(f"  warm rebuild:       {warm:7.1f} s   ({warm / cold:.2f} of the cold build)\n")
+
+        times = execution_times(build)
+        print(f"execution per chapter (from the build's execution cache; budget {CHAPTER_BUDGET_S} s on 2 cores)")
+        for name, seconds in sorted(times.items()):
+            print(f"  {name:42} {seconds:6.1f} s  {verdict(seconds, CHAPTER_BUDGET_S)}")
+        total = sum(times.values())
+        print(f"  {'all notebooks':42} {total:6.1f} s  ({total / cold:.2f} of the cold build)\n")
+
+        html = build / "html"
+        sizes = page_sizes(html)
+        print("sizes")
+        venv = ROOT / ".venv"
+        if venv.exists():
+            print(f"  environment from requirements.txt (.venv): {folder_bytes(venv) / MiB:8.1f} MiB")
+        print(f"  website (_build/html):                     {folder_bytes(html) / MiB:8.1f} MiB, {len(sizes)} pages")
+        print(f"  pages with their images (budget {PAGE_BUDGET_BYTES / MiB:.0f} MiB each), largest first:")
+        for size, page, n_images in sizes[:5]:
+            print(f"    {page:42} {size / MiB:6.2f} MiB ({n_images} images)  {verdict(size, PAGE_BUDGET_BYTES)}")
+        over = [page for size, page, _ in sizes if size > PAGE_BUDGET_BYTES]
+        print(f"  pages over budget: {len(over)} of {len(sizes)} {over or ''}\n")
+
+    if not args.no_test:
+        make = shutil.which("make") or "make"
+        seconds, run = timed([make, "test"])
+        tail = [ln for ln in run.stdout.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
+        print("make test (the whole suite, on the shared _build)")
+        print(f"  {seconds:7.1f} s, {seconds / cold:.2f} times the cold build; {tail[-1] if tail else 'no summary'}"
+              f" (exit {run.returncode})")
+
+
+if __name__ == "__main__":
+    main()
