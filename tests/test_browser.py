@@ -1,7 +1,7 @@
 """The website works in a real browser (Debian's chromium, headless, driven by Playwright).
 
 On every page of _toc.yml: it loads with no console error; every image has loaded and has alt text, and
-a chapter shows one loaded figure per figure cell, each with an alt text that states a number; axe-core
+a chapter shows one loaded figure per figure cell, each with a caption and an alt text that states a number; axe-core
 finds no critical or serious accessibility violation, in light and in dark mode. Across pages: the
 next/previous links walk the book in the order of _toc.yml; the search page finds "cache" in the
 key-value-cache chapter; each notebook page's Binder button opens that page's file in JupyterLab; the
@@ -130,6 +130,9 @@ def test_page_loads_with_its_figures(visit, page_name):
     if built_site.is_notebook(page_name):
         expected = len(figure_cells(page_name))
         assert len(figures) == expected, f"{page_name}: {expected} figure cells, {len(figures)} figures shown"
+    uncaptioned = v.page.evaluate("""Array.from(document.querySelectorAll('article figure'))
+        .filter(f => !(f.querySelector('figcaption')?.innerText || '').trim()).length""")
+    assert not uncaptioned, f"{page_name}: {uncaptioned} figures without a caption"
     for src, alt in figures:
         assert not GENERIC_ALT.match(alt) and len(alt.split()) >= 8 and re.search(r"\d", alt), (
             f"{page_name}: the alt text of {src} should say what the picture shows and its key number: {alt!r}")
