@@ -74,3 +74,19 @@ def test_notebook_page_offers_its_notebook_for_download(site, page):
     html = (site / f"{page}.html").read_text()
     assert f"{page.split('/')[-1]}.ipynb" in html, f"{page}: no .ipynb download link"
     assert (site / "_sources" / f"{page}.ipynb").exists(), f"{page}: the downloadable notebook is missing"
+
+
+def test_binder_links_open_files_of_the_repository(site):
+    """Every Binder link of the site (chapter launch buttons and {binder} links, e.g. to the exercises)
+    opens, in JupyterLab, a file that exists in the repository, on the repository and branch of _config.yml."""
+    cfg = built_site.config()
+    owner_repo = cfg["repository"]["url"].removeprefix("https://github.com/").strip("/")
+    prefix = f"{cfg['launch_buttons']['binderhub_url'].rstrip('/')}/v2/gh/{owner_repo}/{cfg['repository']['branch']}?urlpath=lab/tree/"
+    bad = []
+    for page in sorted(site.rglob("*.html")):
+        if "_static" in page.relative_to(site).parts:
+            continue
+        for _, link in _parse(page).links:
+            if "/v2/gh/" in link and not (link.startswith(prefix) and (built_site.ROOT / unquote(link[len(prefix):])).is_file()):
+                bad.append(f"{page.relative_to(site)}: {link}")
+    assert not bad, "Binder links to a wrong repository or a missing file:\n" + "\n".join(bad)
