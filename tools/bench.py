@@ -93,7 +93,9 @@ def main():
     args = parser.parse_args()
 
     print(f"machine: {machine()}")
-    print(f"date:    {time.strftime('%Y-%m-%d')}\n")
+    print(f"date:    {time.strftime('%Y-%m-%d')}")
+    # other work on the machine slows every time below: the load average says how busy it was
+    print(f"load:    {os.getloadavg()[0]:.1f} (1-minute load average at the start; {os.cpu_count()} CPUs)\n")
 
     with tempfile.TemporaryDirectory(prefix="bench-book-") as out:
         build = Path(out) / "_build"
@@ -127,6 +129,7 @@ def main():
         over = [page for size, page, _ in sizes if size > PAGE_BUDGET_BYTES]
         print(f"  pages over budget: {len(over)} of {len(sizes)} {over or ''}\n")
 
+    print(f"load at the end of the builds: {os.getloadavg()[0]:.1f}\n")
     if not args.no_test:
         make = shutil.which("make") or "make"
         seconds, run = timed([make, "test"])
