@@ -44,11 +44,88 @@ WRONG = {
         "q4": ["def signal_counts(n_tokens, sentence_tokens):\n    return (20, 600)",
                "def signal_counts(n_tokens, sentence_tokens):\n    return -(-n_tokens // sentence_tokens), n_tokens - 1"],
     },
+    "02_causal_mask": {
+        "q1": ['def causal_mask(n):\n    return np.array([[True, False, False], [True, True, False], [True, True, True]])',
+               'def causal_mask(n):\n    return np.triu(np.ones((n, n), dtype=bool))'],
+        "q2": ['def allowed_pairs(n):\n    return 10',
+               'def allowed_pairs(n):\n    return n * n // 2'],
+        "q3": ['def allowed_share(n):\n    return 0.625',
+               'def allowed_share(n):\n    return 0.5'],
+        "q4": ['def masked_weights(scores):\n    return np.array([[1, 0, 0], [1 / 2, 1 / 2, 0], [1 / 3, 1 / 3, 1 / 3]])',
+               'def masked_weights(scores):\n    n = len(scores)\n    return softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), scores, 0.0))'],
+        "q5": ['def zero_leak(row, position):\n    return 0.5',
+               'def zero_leak(row, position):\n    row = np.array(row, dtype=float)\n    row[position + 1:] = -np.inf\n    return float(softmax(row)[position + 1:].sum())'],
+    },
+    "03_teacher_forcing": {
+        "q1": ['def answer_accuracy(per_token, n_tokens):\n    return 0.125',
+               'def answer_accuracy(per_token, n_tokens):\n    return 1 - n_tokens * (1 - per_token)'],
+        "q2": ['def longest_answer(per_token, target):\n    return 2',
+               'def longest_answer(per_token, target):\n    return int(round(np.log(target) / np.log(per_token)))'],
+        "q3": ['def n_parameters(spec):\n    return 180',
+               'def n_parameters(spec):\n    d = spec.d_model\n    per_block = 4 * d * spec.n_heads * spec.d_head + 2 * d * spec.d_ff + 2 * d\n    return 2 * spec.vocab * d + spec.n_layers * per_block + d'],
+        "q4": ["def training_memory(spec, n_params, batch, seq_len, saved_per_layer):\n    return {'weights': 360, 'gradients': 360, 'optimiser': 1440, 'copy': 720, 'activations': 48}",
+               "def training_memory(spec, n_params, batch, seq_len, saved_per_layer):\n    half = spec.bytes_per_number\n    return {'weights': n_params * half, 'gradients': n_params * half, 'optimiser': 4 * n_params,\n            'copy': n_params * 4, 'activations': batch * seq_len * spec.n_layers * saved_per_layer * spec.d_model * half}"],
+    },
+    "04_kv_cache": {
+        "q1": ['def passes_without_cache(n):\n    return 10',
+               'def passes_without_cache(n):\n    return n * n'],
+        "q2": ['def kv_bytes_per_token(n_layers, n_kv_heads, d_head, bytes_per_number):\n    return 96',
+               'def kv_bytes_per_token(n_layers, n_kv_heads, d_head, bytes_per_number):\n    return n_layers * n_kv_heads * d_head * bytes_per_number'],
+        "q3": ['def serving_gib(weight_bytes, kv_bytes_per_token, context, n_conversations):\n    return 4.0',
+               'def serving_gib(weight_bytes, kv_bytes_per_token, context, n_conversations):\n    return n_conversations * (weight_bytes + context * kv_bytes_per_token) / GiB'],
+        "q4": ['def conversations_that_fit(memory_bytes, weight_bytes, kv_bytes_per_token, context):\n    return 8',
+               'def conversations_that_fit(memory_bytes, weight_bytes, kv_bytes_per_token, context):\n    return round((memory_bytes - weight_bytes) / (kv_bytes_per_token * context))'],
+    },
+    "05_sampling": {
+        "q1": ['def with_temperature(logits, temperature):\n    return np.array([0.25, 0.75]) if temperature == 1.0 else np.array([1 / 3, 2 / 3])',
+               'def with_temperature(logits, temperature):\n    return softmax(np.asarray(logits, dtype=float) * temperature)'],
+        "q2": ['def spread(chances):\n    return float(np.log(2))',
+               'def spread(chances):\n    p = np.asarray(chances, dtype=float)\n    p = p[p > 0]\n    return float(-(p * np.log2(p)).sum())'],
+        "q3": ['def top_p_keep(chances, top_p):\n    return 2',
+               'def top_p_keep(chances, top_p):\n    running = np.cumsum(np.asarray(chances, dtype=float))\n    return int(min(np.searchsorted(running, top_p) + 1, len(running)))'],
+        "q4": ['def top_p_chances(chances, top_p):\n    return np.array([0, 2 / 3, 1 / 3])',
+               'def top_p_chances(chances, top_p):\n    p = np.asarray(chances, dtype=float)\n    return np.where(p >= np.sort(p)[::-1][1], p, 0.0)'],
+        "q5": ['def best_pair(first, second):\n    return 1, 0, 0.36',
+               'def best_pair(first, second):\n    i = int(np.argmax(first))\n    j = int(np.argmax(second[i]))\n    return i, j, float(first[i] * second[i][j])'],
+    },
+    "06_context_window": {
+        "q1": ['def dropped_tokens(conversation, window):\n    return 20, 0.2',
+               'def dropped_tokens(conversation, window):\n    return conversation - window, (conversation - window) / window'],
+        "q2": ['def read_and_compute_seconds(n_bytes, n_ops, accelerator):\n    return 0.5, 0.2',
+               'def read_and_compute_seconds(n_bytes, n_ops, accelerator):\n    return n_bytes / accelerator.ops_per_second, n_ops / accelerator.bandwidth'],
+        "q3": ['def tokens_per_second(weight_bytes, cache_bytes, batch, bandwidth):\n    return 10.0',
+               'def tokens_per_second(weight_bytes, cache_bytes, batch, bandwidth):\n    return batch / (batch * (weight_bytes + cache_bytes) / bandwidth)'],
+        "q4": ['def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n    return 6 if target == 15.0 else None',
+               'def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n    if target >= bandwidth / cache_bytes:\n        return None\n    return int(target * weight_bytes / bandwidth) + 1'],
+    },
+    "08_using_pytorch": {
+        "q1": ['def inputs_and_targets(tokens):\n    return torch.tensor([[5, 1, 8, 5, 3]]), torch.tensor([[1, 8, 5, 3, 9]])',
+               'def inputs_and_targets(tokens):\n    return tokens[:-1], tokens[1:]'],
+        "q2": ['def knows_nothing_loss(n_positions, vocab):\n    return math.log(2)',
+               'def knows_nothing_loss(n_positions, vocab):\n    return float(F.cross_entropy(torch.full((n_positions, vocab), 1.0 / vocab).log().exp(), torch.zeros(n_positions, dtype=torch.long)) / n_positions)'],
+        "q3": ['def causal_weights(scores):\n    return torch.tensor([[1, 0, 0], [1 / 2, 1 / 2, 0], [1 / 3, 1 / 3, 1 / 3]])',
+               'def causal_weights(scores):\n    n = scores.shape[-1]\n    allowed = torch.ones(n, n, dtype=torch.bool).tril()\n    return torch.softmax(scores.masked_fill(~allowed, 0.0), dim=-1)'],
+        "q4": ['def top_p_count(raw, top_p):\n    return 2',
+               'def top_p_count(raw, top_p):\n    chances = torch.softmax(raw, dim=-1)\n    return int((chances.cumsum(0) < top_p).sum()) + 1'],
+    },
+    "09_recap_quiz": {
+        "q1": ['def gpt2_parameters(n_layers, d_model, vocab, n_positions):\n    return 92',
+               'def gpt2_parameters(n_layers, d_model, vocab, n_positions):\n    return (vocab + n_positions) * d_model + n_layers * 12 * d_model ** 2'],
+        "q2": ['def embedding_share(n_layers, d_model, vocab, n_positions):\n    return 14 / 92',
+               'def embedding_share(n_layers, d_model, vocab, n_positions):\n    d = d_model\n    return vocab * d / ((vocab + n_positions) * d + n_layers * (12 * d * d + 13 * d) + 2 * d)'],
+        "q3": ['def crossover_length(d_model, ff_multiple):\n    return 600',
+               'def crossover_length(d_model, ff_multiple):\n    return 6 * d_model'],
+        "q4": ['def kv_cache_gib(n_layers, n_kv_heads, d_head, n_tokens, bytes_per_number):\n    return 2.0',
+               'def kv_cache_gib(n_layers, n_kv_heads, d_head, n_tokens, bytes_per_number):\n    return n_layers * n_kv_heads * d_head * n_tokens * bytes_per_number / GiB'],
+        "q5": ['def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return 4',
+               'def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return round((memory_gib - weights_gib) / cache_gib_per_request)'],
+    },
 }
 
 
 def _build(name, root):
-    return make_exercises.build(name, root / "work" / name, root / "exercises", root / "autograder")
+    # otter's own run of the tests against the solutions is skipped: test_solution_scores_full_marks grades them
+    return make_exercises.build(name, root / "work" / name, root / "exercises", root / "autograder", run_tests=False)
 
 
 @pytest.fixture(scope="session")
@@ -127,7 +204,8 @@ def _solution_and_hidden_lines(name):
     for cell in nb.cells:
         lines = cell.source.splitlines()
         if cell.cell_type == "code" and "hidden: true" in cell.source:
-            hidden += [ln.strip() for ln in lines if ln.strip() and '"""' not in ln and ln.strip() != "import numpy as np"]
+            hidden += [ln.strip() for ln in lines if ln.strip() and '"""' not in ln
+                       and not ln.startswith(("import ", "from "))]  # imports are shared with the public tests
         inside = False
         for line in lines:
             if line.strip() == "# END SOLUTION":
@@ -189,7 +267,7 @@ def test_batch_grader_keeps_every_submission(regenerated, tmp_path):
     nbformat.write(looping, folder / "e_endless_loop.ipynb")
     (folder / "notes.txt").write_text("not a notebook: ignored")
 
-    timeout = 90
+    timeout = 60
     started = time.monotonic()
     rows = grade.grade_folder(root / "autograder" / f"{name}.zip", folder, tmp_path / "grades.csv",
                               timeout=timeout, jobs=2, report=None)

@@ -40,14 +40,19 @@ def exercise_names():
     return sorted(p.stem for p in SOLUTIONS.glob("[0-9][0-9]_*.md"))
 
 
-def assign(name, workdir):
-    """Run `otter assign` on one master; return the output folder (with `student/` and `autograder/`)."""
+def assign(name, workdir, run_tests=True):
+    """Run `otter assign` on one master; return the output folder (with `student/` and `autograder/`).
+
+    With `run_tests`, otter also runs every test against the solutions and fails if one does not pass
+    (`make exercises` always does; the test suite grades the solutions itself and skips it).
+    """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     master = workdir / f"{name}.ipynb"
     nbformat.write(jupytext.read(SOLUTIONS / f"{name}.md"), master)
     dist = workdir / "dist"
-    run = subprocess.run([*OTTER, "assign", master.name, dist.name], cwd=workdir,
+    options = [] if run_tests else ["--no-run-tests"]
+    run = subprocess.run([*OTTER, "assign", *options, master.name, dist.name], cwd=workdir,
                          capture_output=True, text=True, timeout=900)
     if run.returncode != 0:
         log = [ln for ln in (run.stdout + run.stderr).splitlines() if "IPKernelApp" not in ln]
@@ -86,9 +91,9 @@ def export(name, dist, exercises=EXERCISES, autograder=AUTOGRADER):
     write_zip(zip_path, autograder / f"{name}.zip")
 
 
-def build(name, workdir, exercises=EXERCISES, autograder=AUTOGRADER):
+def build(name, workdir, exercises=EXERCISES, autograder=AUTOGRADER, run_tests=True):
     """Assign and export one exercise; return the `otter assign` folder (its autograder/ holds the solved notebook)."""
-    dist = assign(name, workdir)
+    dist = assign(name, workdir, run_tests)
     export(name, dist, exercises, autograder)
     return dist
 
