@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import jupytext
 import nbformat
@@ -139,7 +140,10 @@ def test_chapter_1_runs_through_a_kernel_of_the_server(server):
                                 headers=headers, timeout=60).json()["content"]
         cells = [c for c in notebook["cells"] if c["cell_type"] == "code"]
         ws_url = f"ws://127.0.0.1:{base.rsplit(':', 1)[1]}/api/kernels/{kernel_id}/channels?token={token}"
-        results = asyncio.run(run_cells(ws_url, ["".join(c["source"]) for c in cells]))
+        sources = ["".join(c["source"]) for c in cells]
+        # a thread of its own: the browser tests' Playwright keeps an event loop running in this one
+        with ThreadPoolExecutor(1) as pool:
+            results = pool.submit(lambda: asyncio.run(run_cells(ws_url, sources))).result()
     finally:
         requests.delete(f"{base}/api/kernels/{kernel_id}", headers=headers, timeout=30)
 
