@@ -56,7 +56,8 @@ def _summarise(results):
             "possible": float(test_file.possible),
             "public_passed": all(r.passed for r in cases if not r.test_case.hidden),
             "hidden_passed": all(r.passed for r in cases if r.test_case.hidden),
-            "errors": [e for e in (_case_error(r.message) for r in failed) if e],
+            # exceptions other than a bare failed assert (which just means a wrong answer)
+            "errors": [e for e in (_case_error(r.message) for r in failed) if e and e != "AssertionError"],
         }
     return out
 
