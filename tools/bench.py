@@ -137,6 +137,9 @@ def main():
         print("make test (the whole suite, on the shared _build)")
         print(f"  {seconds:7.1f} s, {seconds / cold:.2f} times the cold build; {tail[-1] if tail else 'no summary'}"
               f" (exit {run.returncode})")
+        for line in run.stdout.splitlines():
+            if line.startswith(("FAILED", "ERROR")):
+                print(f"  {line[:160]}")
 
 
 if __name__ == "__main__":
