@@ -1,11 +1,17 @@
-"""Two small fixes to the page template that the browser tests would otherwise catch as console errors.
+"""Small fixes to the site that the browser tests would otherwise catch.
 
 - Inline scripts added while Sphinx reads (sphinx-thebe's configuration, sphinx-togglebutton's selector)
   reach the page twice, once with the file name None and once with "", and the second
   `const THEBE_JS_URL` throws a SyntaxError on every page. Each distinct script is kept once.
 - pydata-sphinx-theme logs "Got invalid theme mode" on a first visit unless the theme has a default
   mode; the book follows the reader's system setting ("auto") until the reader picks light or dark.
+- An incremental build after _toc.yml changes (a chapter added or moved) re-reads only the pages whose
+  own table of contents changed, so the other pages keep stale next/previous links. When the toc file
+  differs from the one of the last build, every page is read and written again (executed notebooks
+  still come from the cache).
 """
+import hashlib
+from pathlib import Path
 
 
 def keep_each_script_once(app, pagename, templatename, context, doctree):
@@ -22,7 +28,17 @@ def default_to_system_mode(app, config):
     config.html_context.setdefault("default_mode", "auto")
 
 
+def reread_all_when_the_toc_changes(app, env, added, changed, removed):
+    toc = Path(app.srcdir) / app.config.external_toc_path
+    digest = hashlib.sha256(toc.read_bytes()).hexdigest() if toc.exists() else ""
+    if getattr(env, "book_toc_digest", None) == digest:
+        return []
+    env.book_toc_digest = digest
+    return sorted(env.found_docs - added - removed)
+
+
 def setup(app):
+    app.connect("env-get-outdated", reread_all_when_the_toc_changes)
     app.connect("config-inited", default_to_system_mode)
     app.connect("html-page-context", keep_each_script_once, priority=900)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
