@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-CHAPTER_BUDGET_S = 10  # every chapter executes in under 10 s on 2 CPU cores
+CHAPTER_BUDGET_S = 20  # raised from 10 s by issue 8: chapters 1, 2, 4, 5 and 6 train the tiny model (5.5 s on one idle core; chapter 2 trains two)
 COLD_BUILD_BUDGET_S = 120  # a cold `make book` in under 2 minutes after install
 PAGE_BUDGET_BYTES = 2 * 1024 * 1024  # no page over 2 MB with its images
 MiB = 1024 * 1024
