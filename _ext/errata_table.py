@@ -1,26 +1,16 @@
-"""The `{errata-table}` directive: every source figure the course corrects, read from tests/source_figures/*.csv.
+"""The `{errata-table}` directive: every source figure the course corrects, read from book/data/source_figures/*.csv.
 
 A row with a non-empty `course_text` is a figure of the source pages that does not follow from its own
 inputs; the chapter prints the right value and explains it in an Erratum note. The table is built at
 every build from the CSV files (each file is a dependency of the page), so it cannot fall behind.
 """
-import csv
-from pathlib import Path
-
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
+from book.source_figures import FOLDER, ROWS
+
 COLUMNS = ("chapter", "the source says", "the course prints", "why")
-
-
-def corrected_rows(folder):
-    """(csv path, row) for each corrected figure, in chapter order."""
-    for path in sorted(Path(folder).glob("*.csv")):
-        with path.open(newline="") as f:
-            for row in csv.DictReader(f):
-                if row["course_text"].strip():
-                    yield path, row
 
 
 def cell(*children):
@@ -33,10 +23,9 @@ class ErrataTable(SphinxDirective):
     has_content = False
 
     def run(self):
-        folder = Path(self.env.srcdir) / "tests" / "source_figures"
-        for path in sorted(folder.glob("*.csv")):
+        for path in sorted(FOLDER.glob("*.csv")):
             self.env.note_dependency(str(path))
-        rows = list(corrected_rows(folder))
+        rows = [row for row in ROWS if row["course_text"].strip()]
         if not rows:
             return [nodes.paragraph(text="The course has corrected no figure of its source pages so far.")]
         table = nodes.table(classes=["errata-table"])
@@ -48,7 +37,7 @@ class ErrataTable(SphinxDirective):
         head += nodes.row("", *(cell(nodes.Text(title)) for title in COLUMNS))
         group += head
         body = nodes.tbody()
-        for _, row in rows:
+        for row in rows:
             docname = f"chapters/{row['chapter']}"
             link = nodes.Text(row["chapter"])  # a chapter still being written, not yet in the table of contents
             if docname in self.env.found_docs:

@@ -17,57 +17,80 @@ import argparse
 import math
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 __all__ = [
-    "ModelCard", "CATALOGUE", "total_params", "active_params", "cache_bytes_per_token", "weights_bytes",
+    "ModelCard", "EXAMPLE_MODEL", "CATALOGUE", "cached_tokens", "cache_bytes", "total_params", "active_params", "cache_bytes_per_token", "weights_bytes",
     "requests_that_fit", "weights_read_per_step", "decode_tokens_per_second", "parse_bytes", "parse_rate",
 ]
 
 
 @dataclass(frozen=True)
 class ModelCard:
-    """A decoder-only transformer as its card states it."""
+    """A decoder-only transformer as its card states it: the one description of a model in the course.
 
-    name: str
+    Introduced in chapter 3 (the example model); chapter 10 runs it on published models, and
+    `book.tiny.card_of` describes the tiny trained model with it. Only the shape fields are required;
+    the defaults describe the course's example layout (no biases, RMSNorm-style weight-only norms,
+    a tied output layer, two feed-forward matrices, one key-value head per query head).
+    """
+
+    name: str = "model"
+    _: KW_ONLY
     n_layers: int
     d_model: int
     n_heads: int  # query heads
-    n_kv_heads: int  # key-value heads (= n_heads without grouped-query attention)
     d_head: int
     d_ff: int  # feed-forward width (of one expert)
-    ffn_matrices: int  # 2 for up/down (GPT-2), 3 for gated up/gate/down (SwiGLU)
     vocab: int
-    tied_output: bool  # output layer shares the token-embedding matrix
+    n_kv_heads: int = 0  # key-value heads; 0 means one per query head (no grouped-query attention)
+    ffn_matrices: int = 2  # 2 for up/down (GPT-2), 3 for gated up/gate/down (SwiGLU)
+    tied_output: bool = True  # output layer shares the token-embedding matrix
     n_experts: int = 1
     experts_per_token: int = 1
     bytes_per_number: int = 2
-    biases: bool = False  # a bias on every linear layer (GPT-2)
+    attn_biases: bool = False  # a bias on the attention projections (GPT-2)
+    ffn_biases: bool = False  # a bias on the feed-forward matrices (GPT-2, the tiny model)
     norm_params: int = 1  # numbers per width in each norm: 1 (RMSNorm weight) or 2 (LayerNorm weight and bias)
     positions: int = 0  # rows of a learned position table (0 for rotary positions)
+    window: int = 0  # sliding-window attention span in tokens (0: every token attends to the whole context)
     source: str = ""  # where the shape comes from
     published: str = ""  # the total its authors publish, as they print it: "6.7B", "124M"
     published_active: str = ""  # the active count they publish, for a mixture of experts
     published_where: str = ""  # where that published figure stands
+    exact: int = 0  # the exact count of the released checkpoint's tensors, where known
+    exact_where: str = ""  # where that exact count comes from
+
+    def __post_init__(self):
+        if not self.n_kv_heads:
+            object.__setattr__(self, "n_kv_heads", self.n_heads)
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"{self.name}: {self.n_heads} query heads do not split into {self.n_kv_heads} groups")
 
 
 def _attention_params(c: ModelCard) -> int:
     q_out, kv_out = c.n_heads * c.d_head, c.n_kv_heads * c.d_head
     weights = c.d_model * q_out + 2 * c.d_model * kv_out + q_out * c.d_model  # W_q, W_k, W_v, W_o
-    return weights + ((q_out + 2 * kv_out + c.d_model) if c.biases else 0)
+    return weights + ((q_out + 2 * kv_out + c.d_model) if c.attn_biases else 0)
 
 
 def _expert_params(c: ModelCard) -> int:
-    return c.ffn_matrices * c.d_model * c.d_ff + ((c.d_ff + c.d_model) if c.biases else 0)
+    return c.ffn_matrices * c.d_model * c.d_ff + ((c.d_ff + c.d_model) if c.ffn_biases else 0)
 
 
 def _shared_params(c: ModelCard) -> int:
     """Everything but the experts: embeddings, attention, router, norms, output layer."""
     router = c.d_model * c.n_experts if c.n_experts > 1 else 0
     per_layer = _attention_params(c) + router + 2 * c.norm_params * c.d_model
-    embeddings = (c.vocab + c.positions) * c.d_model
-    output = 0 if c.tied_output else c.vocab * c.d_model
-    return embeddings + c.n_layers * per_layer + c.norm_params * c.d_model + output
+    return _embedding_params(c) + c.n_layers * per_layer + c.norm_params * c.d_model + _output_params(c)
+
+
+def _embedding_params(c: ModelCard) -> int:
+    return (c.vocab + c.positions) * c.d_model
+
+
+def _output_params(c: ModelCard) -> int:
+    return 0 if c.tied_output else c.vocab * c.d_model
 
 
 def total_params(c: ModelCard) -> int:
@@ -85,6 +108,16 @@ def cache_bytes_per_token(c: ModelCard) -> int:
     return 2 * c.n_layers * c.n_kv_heads * c.d_head * c.bytes_per_number
 
 
+def cached_tokens(c: ModelCard, context: int) -> int:
+    """Tokens a request's cache holds at `context` tokens: all of them, or the last `window` (a rolling cache)."""
+    return min(context, c.window) if c.window else context
+
+
+def cache_bytes(c: ModelCard, context: int) -> int:
+    """Bytes of one request's cache at `context` tokens."""
+    return cached_tokens(c, context) * cache_bytes_per_token(c)
+
+
 def weights_bytes(c: ModelCard) -> int:
     return total_params(c) * c.bytes_per_number
 
@@ -92,23 +125,33 @@ def weights_bytes(c: ModelCard) -> int:
 def requests_that_fit(c: ModelCard, tokens: int, memory: float) -> int:
     """Whole requests of `tokens` tokens whose caches fit in `memory` bytes beside the weights (0 if none)."""
     spare = memory - weights_bytes(c)
-    return max(0, math.floor(spare / (tokens * cache_bytes_per_token(c))))
+    return max(0, math.floor(spare / cache_bytes(c, tokens)))
 
 
 def weights_read_per_step(c: ModelCard, batch: int) -> float:
-    """Weight bytes one decode step reads: all shared weights, plus the experts the batch's tokens touch.
+    """Weight bytes one decode step reads: the shared weights and the experts the batch's tokens touch.
 
-    With uniform routing, a layer's expert is untouched by one token with chance 1 - k/E, so a batch
-    of B tokens touches E x (1 - (1 - k/E)^B) experts on average; a dense model reads everything.
+    The input embedding table is read one row per token (the output layer reads all of it, so a tied
+    table is read whole). With uniform routing, a layer's expert is untouched by one token with chance
+    1 - k/E, so a batch of B tokens touches E x (1 - (1 - k/E)^B) experts on average.
     """
     touched = c.n_experts * (1 - (1 - c.experts_per_token / c.n_experts) ** batch)
-    return (_shared_params(c) + c.n_layers * touched * _expert_params(c)) * c.bytes_per_number
+    unread = 0 if c.tied_output else (c.vocab - min(batch, c.vocab)) * c.d_model
+    unread += (c.positions - min(batch, c.positions)) * c.d_model
+    return (_shared_params(c) - unread + c.n_layers * touched * _expert_params(c)) * c.bytes_per_number
 
 
 def decode_tokens_per_second(c: ModelCard, bandwidth: float, batch: int, context: int) -> float:
     """Memory-bound decode rate: each step reads the weights once and every request's whole cache."""
-    step_bytes = weights_read_per_step(c, batch) + batch * context * cache_bytes_per_token(c)
+    step_bytes = weights_read_per_step(c, batch) + batch * cache_bytes(c, context)
     return batch * bandwidth / step_bytes
+
+
+# The example model of the source pages (chapter 3): no real product. 335,594,496 parameters.
+EXAMPLE_MODEL = ModelCard(
+    "example model", n_layers=24, n_heads=16, d_head=64, d_model=1024, d_ff=4096, vocab=32_768,
+    bytes_per_number=2, source="the source page's example (section 3)",
+)
 
 
 CATALOGUE = {
@@ -116,40 +159,46 @@ CATALOGUE = {
     for card in [
         ModelCard(
             "gpt2-small", n_layers=12, d_model=768, n_heads=12, n_kv_heads=12, d_head=64, d_ff=3072,
-            ffn_matrices=2, vocab=50_257, tied_output=True, biases=True, norm_params=2, positions=1024,
+            ffn_matrices=2, vocab=50_257, tied_output=True, attn_biases=True, ffn_biases=True, norm_params=2, positions=1024,
             source="Radford et al. 2019; released config (n_layer 12, n_embd 768, n_head 12, n_ctx 1024)",
             published="124M", published_where="the released checkpoint's name in openai/gpt-2",
+            exact=124_439_808, exact_where="GPT2LMHeadModel.from_pretrained('gpt2'): sum of p.numel() over its parameters (the output layer tied, mask buffers excluded)",
         ),
         ModelCard(
             "gpt2-xl", n_layers=48, d_model=1600, n_heads=25, n_kv_heads=25, d_head=64, d_ff=6400,
-            ffn_matrices=2, vocab=50_257, tied_output=True, biases=True, norm_params=2, positions=1024,
+            ffn_matrices=2, vocab=50_257, tied_output=True, attn_biases=True, ffn_biases=True, norm_params=2, positions=1024,
             source="Radford et al. 2019; released config (n_layer 48, n_embd 1600, n_head 25, n_ctx 1024)",
             published="1558M",
             published_where="the released checkpoint's name in openai/gpt-2 (the paper's table says 1542M)",
+            exact=1_557_611_200, exact_where="GPT2LMHeadModel.from_pretrained('gpt2-xl'): sum of p.numel() over its parameters",
         ),
         ModelCard(
             "llama-2-7b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=32, d_head=128, d_ff=11_008,
             ffn_matrices=3, vocab=32_000, tied_output=False,
             source="Touvron et al. 2023, Llama 2 (arXiv 2307.09288); released config (SwiGLU 11008, 32 kv heads)",
             published="6.7B", published_where="LLaMA 7B, the same shape: Touvron et al. 2023, arXiv 2302.13971, Table 2",
+            exact=6_738_415_616, exact_where="the released checkpoint meta-llama/Llama-2-7b-hf: sum of p.numel() over its parameters",
         ),
         ModelCard(
             "llama-2-70b", n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, d_head=128, d_ff=28_672,
             ffn_matrices=3, vocab=32_000, tied_output=False,
             source="Touvron et al. 2023, Llama 2 (arXiv 2307.09288); released config (grouped-query, 8 kv heads)",
             published="70B", published_where="the model's name in the Llama 2 paper",
+            exact=68_976_648_192, exact_where="the released checkpoint meta-llama/Llama-2-70b-hf: sum of p.numel() over its parameters",
         ),
         ModelCard(
             "mistral-7b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_head=128, d_ff=14_336,
-            ffn_matrices=3, vocab=32_000, tied_output=False,
+            ffn_matrices=3, vocab=32_000, tied_output=False, window=4096,
             source="Jiang et al. 2023, Mistral 7B (arXiv 2310.06825), Table 1",
             published="7B", published_where="the model's name in the Mistral 7B paper",
+            exact=7_241_732_096, exact_where="the released checkpoint mistralai/Mistral-7B-v0.1: sum of p.numel() over its parameters",
         ),
         ModelCard(
             "mixtral-8x7b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_head=128, d_ff=14_336,
             ffn_matrices=3, vocab=32_000, tied_output=False, n_experts=8, experts_per_token=2,
             source="Jiang et al. 2024, Mixtral of Experts (arXiv 2401.04088), Table 1",
             published="47B", published_active="13B", published_where="Mixtral paper, section 2",
+            exact=46_702_792_704, exact_where="the released checkpoint mistralai/Mixtral-8x7B-v0.1: sum of p.numel() over its parameters",
         ),
     ]
 }

@@ -1,28 +1,15 @@
-"""The example model and the example accelerator that every chapter measures.
+"""The example accelerator that the chapters measure against, and the byte units.
 
-Introduced in chapter 3 (the model) and chapter 6 (the accelerator). Neither
-describes a real product or a published model.
+Introduced in chapter 6. It describes no real product. The example model is a
+`book.card.ModelCard` (`book.card.EXAMPLE_MODEL`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ModelSpec", "Accelerator", "EXAMPLE_MODEL", "EXAMPLE_ACCELERATOR", "KiB", "MiB", "GiB"]
+__all__ = ["Accelerator", "EXAMPLE_ACCELERATOR", "KiB", "MiB", "GiB"]
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """The shape of a decoder-only transformer, as its spec sheet states it."""
-
-    n_layers: int
-    n_heads: int
-    d_head: int
-    d_model: int
-    d_ff: int
-    vocab: int
-    bytes_per_number: int
 
 
 @dataclass(frozen=True)
@@ -33,10 +20,6 @@ class Accelerator:
     bandwidth: float  # bytes read from memory per second
     ops_per_second: float  # arithmetic operations per second
 
-
-EXAMPLE_MODEL = ModelSpec(
-    n_layers=24, n_heads=16, d_head=64, d_model=1024, d_ff=4096, vocab=32_768, bytes_per_number=2,
-)
 
 # The source page states times, not rates; the rates are read back from them.
 # One token at a context of 2,048 reads the weights (335,594,496 x 2 bytes) and the

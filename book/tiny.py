@@ -7,18 +7,24 @@ C width, H heads, D head size, V vocabulary).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
+import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .card import ModelCard
+
 __all__ = [
     "TinyConfig", "TinyGPT", "WordTokenizer", "load_text", "corpus", "batches", "train", "trained_model",
-    "generate", "greedy", "sample", "new_caches", "cache_bytes", "one_thread",
+    "card_of", "cache_folder", "generate", "greedy", "sample", "new_caches", "cache_bytes", "one_thread",
 ]
 
 TEXT_PATH = Path(__file__).with_name("data") / "robot_text.txt"
@@ -90,6 +96,16 @@ class TinyConfig:
     n_layers: int = 2
     d_ff: int = 128
     causal: bool = True  # False trains the model that can see the answer
+
+
+def card_of(cfg: TinyConfig) -> ModelCard:
+    """The tiny model's shape as a model card: LayerNorm, biases in the feed-forward layer only,
+    a learned position table, a tied output layer, float32 numbers."""
+    return ModelCard(
+        "tiny", n_layers=cfg.n_layers, d_model=cfg.d_model, n_heads=cfg.n_heads, d_head=cfg.d_model // cfg.n_heads,
+        d_ff=cfg.d_ff, vocab=cfg.vocab, ffn_biases=True, norm_params=2, positions=cfg.context, bytes_per_number=4,
+        source="book/tiny.py",
+    )
 
 
 class Attention(nn.Module):
@@ -173,13 +189,53 @@ def train(model, data, steps=STEPS, batch=BATCH, lr=LR, seed=SEED, window=TRAIN_
     return losses
 
 
+def cache_folder() -> Path:
+    """Where trained tiny models are kept: $BOOK_CACHE, else ~/.cache/transformer-course (or $XDG_CACHE_HOME)."""
+    if os.environ.get("BOOK_CACHE"):
+        return Path(os.environ["BOOK_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "transformer-course"
+
+
+def _run_key(cfg: TinyConfig, steps: int, seed: int) -> str:
+    """A name for one training run: everything that decides its weights, hashed."""
+    recipe = {"config": asdict(cfg), "steps": steps, "seed": seed, "batch": BATCH, "lr": LR, "window": TRAIN_WINDOW,
+              "text": hashlib.sha256(load_text().encode()).hexdigest(), "torch": torch.__version__,
+              "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:24]
+
+
 def trained_model(causal=True, steps=STEPS, seed=SEED):
-    """The course's tiny model, built from a fixed seed and trained on the shipped text: (model, losses)."""
+    """The course's tiny model, built from a fixed seed and trained on the shipped text: (model, losses).
+
+    The first call trains it (about 5 s on one core) and keeps the weights and losses in `cache_folder()`,
+    under a name made from the config, seed, steps, training text, torch version and this file; later
+    calls, in any notebook, load them. Loading gives the same numbers as training, bit for bit.
+    """
     tokenizer, data = corpus()
     torch.manual_seed(seed)
-    model = TinyGPT(TinyConfig(vocab=len(tokenizer), causal=causal))
+    model = TinyGPT(TinyConfig(vocab=len(tokenizer), causal=causal))  # built the same way either way
+    path = cache_folder() / f"tiny-{_run_key(model.cfg, steps, seed)}.pt"
+    try:
+        saved = torch.load(path, weights_only=True)
+        model.load_state_dict(saved["weights"])
+        return model.eval(), saved["losses"].tolist()
+    except (OSError, KeyError, RuntimeError, EOFError):
+        pass  # not trained yet here (or an unreadable file): train it
     losses = train(model, data, steps=steps, seed=seed)
+    _save(path, {"weights": model.state_dict(), "losses": torch.tensor(losses, dtype=torch.float64)})
     return model.eval(), losses
+
+
+def _save(path: Path, state: dict):
+    """Write atomically, so a notebook running at the same time never reads half a file; skip if unwritable."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as f:
+            torch.save(state, f)
+        os.chmod(f.name, 0o644)  # readable by every user of a shared cache
+        os.replace(f.name, path)
+    except OSError:
+        pass
 
 
 # ---------------------------------------------------------------- generation
@@ -205,22 +261,43 @@ def new_caches(model):
 
 
 @torch.no_grad()
-def generate(model, prompt, n_new, pick=greedy, use_cache=True, generator=None, caches=None):
-    """Append n_new tokens to prompt (a list of ids), one at a time; with the cache, feed only the newest token."""
+def generate(model, prompt, n_new, pick=greedy, use_cache=True, generator=None, caches=None, window=TRAIN_WINDOW,
+             log_chances=None):
+    """Append n_new tokens to prompt (a list of ids), one at a time, as nanoGPT's `generate` does.
+
+    Each step reads at most the newest `window` tokens (default: the trained length, 24); `window=None`
+    reads the whole row. With the cache, only the newest token goes through the model, until the row
+    outgrows the window: from then on every kept token sits at a new position, so the cache is of no use
+    and each step reads the cropped row afresh. `log_chances`, a list, receives the log-chance (at
+    temperature 1) of every token picked. Reading past the position table raises a ValueError.
+    """
+    table = model.cfg.context
+    if not prompt:
+        raise ValueError("generate needs a prompt of at least one token")
+    if window is not None and not 1 <= window <= table:
+        raise ValueError(f"window={window}: the model has position slots for 1 to {table} tokens")
+    if window is None and len(prompt) + n_new - 1 > table:
+        raise ValueError(f"{len(prompt)} prompt tokens + {n_new} new ones need {len(prompt) + n_new - 1} positions; "
+                         f"the model's position table has {table}. Pass window={table} (or less) to crop the row.")
     with one_thread():
-        return _generate(model, prompt, n_new, pick, use_cache, generator, caches)
+        return _generate(model, list(prompt), n_new, pick, use_cache, generator, caches, window, log_chances)
 
 
-def _generate(model, prompt, n_new, pick, use_cache, generator, caches):
-    ids = list(prompt)
-    if use_cache:
+def _generate(model, ids, n_new, pick, use_cache, generator, caches, window, log_chances):
+    limit = window or model.cfg.context
+    cached = use_cache and len(ids) <= limit
+    if cached:
         caches = caches if caches is not None else new_caches(model)
         logits = model(torch.tensor([ids]), caches=caches)  # the prompt, once: fills the cache
     for step in range(n_new):
-        if not use_cache:
-            logits = model(torch.tensor([ids]))  # the whole row again, every step
+        if cached and len(ids) > limit:
+            cached = False  # the row has outgrown the window: crop it and read it afresh from now on
+        if not cached:
+            logits = model(torch.tensor([ids[-limit:]]))  # the whole (cropped) row again
         ids.append(pick(logits[0, -1], generator=generator))
-        if use_cache and step < n_new - 1:
+        if log_chances is not None:
+            log_chances.append(float(torch.log_softmax(logits[0, -1], dim=-1)[ids[-1]]))
+        if cached and step < n_new - 1 and len(ids) <= limit:
             logits = model(torch.tensor([ids[-1:]]), caches=caches, start=len(ids) - 1)  # (1, 1, V)
     return ids
 

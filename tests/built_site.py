@@ -62,7 +62,7 @@ def chapter_pages():
 def _inputs():
     paths = [source_of(p) for p in toc_pages()]
     paths += [ROOT / "_config.yml", ROOT / "_toc.yml", ROOT / "references.bib"]
-    paths += list((ROOT / "_ext").glob("*.py")) + list((ROOT / "tests" / "source_figures").glob("*.csv"))
+    paths += list((ROOT / "_ext").glob("*.py")) + list((ROOT / "book" / "data" / "source_figures").glob("*.csv"))
     return [p for p in paths if p.exists()]
 
 

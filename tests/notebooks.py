@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import csv
 import re
 from pathlib import Path
 
@@ -12,8 +11,6 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
 GOLDEN = ROOT / "tests" / "golden"
-SOURCE_FIGURES = [row for path in sorted((ROOT / "tests" / "source_figures").glob("*.csv"))
-                  for row in csv.DictReader(path.open())]
 # an erratum note in a chapter: a MyST admonition titled "Erratum", fenced by ::: or ```
 ERRATUM = re.compile(r"^(:::+|```+)\{admonition\} Erratum.*?^\1\s*$", re.MULTILINE | re.DOTALL)
 

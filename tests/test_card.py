@@ -1,4 +1,9 @@
-"""The model-card calculator (book.card) gives the published sizes of real models, and its command line fails politely."""
+"""The model-card calculator (book.card) gives the published sizes of real models, and its command line fails politely.
+
+The counting formulas are checked against torch itself: the tiny model, and torch models built in this file
+(independently of book.card) from published cards at a reduced size, must have exactly as many parameters as
+the card says.
+"""
 import dataclasses
 import math
 import re
@@ -7,9 +12,12 @@ import sys
 
 import pytest
 
-from book import EXAMPLE_MODEL
+import torch
+from torch import nn
+
+from book import EXAMPLE_MODEL, tiny
 from book.card import (
-    CATALOGUE, ModelCard, active_params, cache_bytes_per_token, decode_tokens_per_second, parse_bytes, parse_rate,
+    CATALOGUE, active_params, cache_bytes, cache_bytes_per_token, decode_tokens_per_second, parse_bytes, parse_rate,
     requests_that_fit, total_params, weights_bytes,
 )
 
@@ -36,6 +44,13 @@ def test_gpt2_small_exactly():
     assert (card.vocab + card.positions) * card.d_model == 39_383_808  # the embeddings the recap quotes
 
 
+@pytest.mark.parametrize("name", [n for n, c in CATALOGUE.items() if c.exact])
+def test_total_is_the_released_checkpoints_exact_count(name):
+    card = CATALOGUE[name]
+    assert total_params(card) == card.exact, (
+        f"{name}: the card gives {total_params(card):,} parameters, {card.exact_where} has {card.exact:,}")
+
+
 @pytest.mark.parametrize("name", list(CATALOGUE))
 def test_total_matches_the_published_figure(name):
     card = CATALOGUE[name]
@@ -56,11 +71,83 @@ def test_dense_models_use_every_parameter():
 
 
 def test_the_course_example_model():
-    card = ModelCard("example", n_layers=EXAMPLE_MODEL.n_layers, d_model=EXAMPLE_MODEL.d_model,
-                     n_heads=EXAMPLE_MODEL.n_heads, n_kv_heads=EXAMPLE_MODEL.n_heads, d_head=EXAMPLE_MODEL.d_head,
-                     d_ff=EXAMPLE_MODEL.d_ff, ffn_matrices=2, vocab=EXAMPLE_MODEL.vocab, tied_output=True)
-    assert total_params(card) == 335_594_496
-    assert cache_bytes_per_token(card) == 98_304
+    assert total_params(EXAMPLE_MODEL) == 335_594_496
+    assert cache_bytes_per_token(EXAMPLE_MODEL) == 98_304
+
+
+# ---- the formulas against torch's own count
+
+
+def build(card):
+    """A torch model with the card's layout, written from the architecture, not from book.card's formulas."""
+    d, heads, kv, dh = card.d_model, card.n_heads, card.n_kv_heads, card.d_head
+    norm = lambda: nn.LayerNorm(d, bias=card.norm_params == 2)  # noqa: E731  (weight only: RMSNorm's count)
+
+    def ffn():
+        linear = lambda i, o: nn.Linear(i, o, bias=card.ffn_biases)  # noqa: E731
+        if card.ffn_matrices == 3:  # SwiGLU: gate, up, down
+            return nn.ModuleList([linear(d, card.d_ff), linear(d, card.d_ff), linear(card.d_ff, d)])
+        return nn.Sequential(linear(d, card.d_ff), nn.GELU(), linear(card.d_ff, d))
+
+    def layer():
+        parts = nn.ModuleDict({
+            "q": nn.Linear(d, heads * dh, bias=card.attn_biases), "k": nn.Linear(d, kv * dh, bias=card.attn_biases),
+            "v": nn.Linear(d, kv * dh, bias=card.attn_biases), "o": nn.Linear(heads * dh, d, bias=card.attn_biases),
+            "norm1": norm(), "norm2": norm(),
+            "experts": nn.ModuleList(ffn() for _ in range(card.n_experts)),
+        })
+        if card.n_experts > 1:
+            parts["router"] = nn.Linear(d, card.n_experts, bias=False)
+        return parts
+
+    model = nn.ModuleDict({"tokens": nn.Embedding(card.vocab, d), "layers": nn.ModuleList(layer() for _ in range(
+        card.n_layers)), "final_norm": norm(), "head": nn.Linear(d, card.vocab, bias=False)})
+    if card.positions:
+        model["positions"] = nn.Embedding(card.positions, d)
+    if card.tied_output:
+        model["head"].weight = model["tokens"].weight
+    return model
+
+
+def counted(model):
+    return sum(p.numel() for p in model.parameters())  # a shared (tied) tensor is listed once
+
+
+REDUCED = dict(n_layers=2, d_model=64, n_heads=8, d_head=8, d_ff=96, vocab=101)
+
+
+@pytest.mark.parametrize("name,kv_heads,positions", [
+    ("gpt2-small", 8, 32),  # LayerNorm, biases everywhere, learned positions, tied output
+    ("mistral-7b", 2, 0),  # RMSNorm, grouped-query attention, SwiGLU, untied output
+    ("mixtral-8x7b", 2, 0),  # the same with eight experts and a router
+])
+def test_formula_equals_torch_count_at_reduced_size(name, kv_heads, positions):
+    card = dataclasses.replace(CATALOGUE[name], **REDUCED, n_kv_heads=kv_heads, positions=positions)
+    assert total_params(card) == counted(build(card))
+
+
+def test_formula_equals_the_tiny_models_own_count():
+    model = tiny.TinyGPT(tiny.TinyConfig(vocab=25))
+    assert total_params(tiny.card_of(model.cfg)) == counted(model)
+    wider = tiny.TinyGPT(tiny.TinyConfig(vocab=40, context=64, d_model=48, n_heads=6, n_layers=3, d_ff=80))
+    assert total_params(tiny.card_of(wider.cfg)) == counted(wider)
+
+
+def test_active_parameters_count_the_experts_a_token_uses():
+    card = dataclasses.replace(CATALOGUE["mixtral-8x7b"], **REDUCED, n_kv_heads=2)
+    model = build(card)
+    unused = sum(counted(layer["experts"][i]) for layer in model["layers"]
+                 for i in range(card.experts_per_token, card.n_experts))
+    assert active_params(card) == counted(model) - unused
+
+
+def test_sliding_window_caps_the_cache():
+    card = CATALOGUE["mistral-7b"]
+    assert cache_bytes(card, 8192) == 4096 * cache_bytes_per_token(card)  # a rolling cache of 4,096 tokens
+    assert cache_bytes(card, 2048) == 2048 * cache_bytes_per_token(card)
+    # 80 GiB at 8,192 tokens a request: about twice as many requests as a full cache allows
+    assert requests_that_fit(card, 8192, 80 * GiB) == 133
+    assert requests_that_fit(dataclasses.replace(card, window=0), 8192, 80 * GiB) == 66
 
 
 def test_the_recap_16_versus_68():
@@ -79,7 +166,8 @@ def test_nothing_fits_when_the_weights_do_not():
 
 def test_decode_rate_is_bandwidth_over_bytes_read():
     card = CATALOGUE["llama-2-7b"]
-    expected = 1e12 / (weights_bytes(card) + 2048 * cache_bytes_per_token(card))
+    unread = (card.vocab - 1) * card.d_model * card.bytes_per_number  # one token looks up one row of the input table
+    expected = 1e12 / (weights_bytes(card) - unread + 2048 * cache_bytes_per_token(card))
     assert decode_tokens_per_second(card, 1e12, 1, 2048) == pytest.approx(expected)
     # a batch reads the weights once, so it gets more tokens out of the same bandwidth
     assert decode_tokens_per_second(card, 1e12, 8, 2048) > 3 * expected
@@ -88,7 +176,8 @@ def test_decode_rate_is_bandwidth_over_bytes_read():
 def test_one_token_of_a_mixture_reads_only_its_experts():
     card = CATALOGUE["mixtral-8x7b"]
     one = decode_tokens_per_second(card, 1e12, 1, 1)
-    assert one == pytest.approx(1e12 / (active_params(card) * 2 + cache_bytes_per_token(card)))
+    unread = (card.vocab - 1) * card.d_model * 2  # the input table's rows it does not look up
+    assert one == pytest.approx(1e12 / (active_params(card) * 2 - unread + cache_bytes_per_token(card)))
 
 
 @pytest.mark.parametrize("text,value", [("80GiB", 80 * GiB), ("40GB", 40e9), ("512 MiB", 512 * 2**20), ("1e9", 1e9)])

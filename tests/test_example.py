@@ -1,17 +1,14 @@
 """The simulated example in `book` reproduces every simulated figure of the source page.
 
-Each expected value below is typed from the source page (`000_1213c53d40e0ac7e.txt`),
-at the precision the page prints it, so a regenerated table that misses one fails here.
+Each expected value is the source page's figure (`000_1213c53d40e0ac7e.txt`) as typed once into
+`book/data/source_figures/*.csv`, at the precision the page prints it, so a regenerated table
+that misses one fails here.
 """
 import numpy as np
 import pytest
 
-from book import ATTENTION_SCORES, LOGITS, NEXT_AFTER, NEXT_LOGITS, TARGET_IDS, TOKEN_IDS, VOCAB, WORD_ID
-
-
-def softmax(z, t=1.0):
-    e = np.exp((np.asarray(z) - np.max(z)) / t)
-    return e / e.sum()
+from book import ATTENTION_SCORES, LOGITS, NEXT_AFTER, NEXT_LOGITS, TARGET_IDS, TOKEN_IDS, VOCAB, WORD_ID, softmax
+from book.source_figures import page
 
 
 def entropy(p):
@@ -31,38 +28,38 @@ P4_SORTED = np.sort(P4)[::-1]
 AFTER = {word: softmax(row) for word, row in zip(NEXT_AFTER, NEXT_LOGITS)}
 ROW3 = ATTENTION_SCORES[2]
 
-# (figure as the page words it, computed value, printed text on the page)
+# (figure as the page words it, computed value, the page's printed figure from the table)
 FIGURES = [
-    ("right-word chance at position 1", RIGHT[0], "0.101"),
-    ("right-word chance at position 6", RIGHT[5], "0.933"),
-    ("loss at position 6", LOSS[5], "0.07"),
-    ("average loss of the six positions", LOSS.mean(), "1.31"),
-    ("right-word chance at position 3 ('lifts')", RIGHT[2], "0.053"),
-    ("loss at position 3", LOSS[2], "2.94"),
-    ("favourite 'lifts' at position 4", P4[WORD_ID["lifts"]], "0.352"),
-    ("right word 'the' at position 4", P4[WORD_ID["the"]], "0.189"),
-    ("loss at position 4", LOSS[3], "1.67"),
-    ("raw output of 'lifts' at position 4", LOGITS[3, WORD_ID["lifts"]], "2.59"),
-    ("raw output of 'block' at position 4", LOGITS[3, WORD_ID["block"]], "-2.61"),
-    ("favourite at temperature 0.5", softmax(LOGITS[3], 0.5).max(), "0.620"),
-    ("favourite at temperature 1.0", softmax(LOGITS[3], 1.0).max(), "0.352"),
-    ("favourite at temperature 1.5", softmax(LOGITS[3], 1.5).max(), "0.253"),
-    ("spread at temperature 0.5 (nats)", entropy(softmax(LOGITS[3], 0.5)), "1.20"),
-    ("spread at temperature 1.5 (nats)", entropy(softmax(LOGITS[3], 1.5)), "2.14"),
-    ("least likely word at temperature 1.5", softmax(LOGITS[3], 1.5).min(), "0.0079"),
-    ("one in ... at temperature 1.5", 1 / softmax(LOGITS[3], 1.5).min(), "127"),
-    ("top-p running total after 7 words", P4_SORTED[:7].sum(), "0.936"),
-    ("favourite renormalised after top-p", P4_SORTED[0] / P4_SORTED[:7].sum(), "0.376"),
-    ("top word at position 1", P[0].max(), "0.189"),
-    ("top word at position 6", P[5].max(), "0.933"),
-    ("greedy 'lifts' then its best word", P4[WORD_ID["lifts"]] * AFTER["lifts"].max(), "0.0647"),
-    ("'the' then its best word", P4[WORD_ID["the"]] * AFTER["the"].max(), "0.1141"),
-    ("row 3 share on unseen positions, blocked scores set to 0", softmax(np.r_[ROW3[:3], 0, 0, 0])[3:].sum(), "0.452"),
-    ("row 3 weight on position 1, masked", softmax(ROW3[:3])[0], "0.398"),
-    ("row 3 weight on position 2, masked", softmax(ROW3[:3])[1], "0.253"),
-    ("row 3 weight on position 3, masked", softmax(ROW3[:3])[2], "0.349"),
-    ("row 3 weight on position 4, no mask", softmax(ROW3)[3], "0.197"),
-    ("row 3 weight on positions 4-6, no mask", softmax(ROW3)[3:].sum(), "0.503"),
+    ("right-word chance at position 1", RIGHT[0], page("s1.right-pos1")),
+    ("right-word chance at position 6", RIGHT[5], page("s1.right-pos6")),
+    ("loss at position 6", LOSS[5], page("s1.loss-pos6")),
+    ("average loss of the six positions", LOSS.mean(), page("s1.average-loss")),
+    ("right-word chance at position 3 ('lifts')", RIGHT[2], page("s1.right-pos3")),
+    ("loss at position 3", LOSS[2], page("s1.loss-pos3")),
+    ("favourite 'lifts' at position 4", P4[WORD_ID["lifts"]], page("s1.favourite-pos4")),
+    ("right word 'the' at position 4", P4[WORD_ID["the"]], page("s1.right-pos4")),
+    ("loss at position 4", LOSS[3], page("s1.loss-pos4")),
+    ("raw output of 'lifts' at position 4", LOGITS[3, WORD_ID["lifts"]], page("s5.raw-lifts")),
+    ("raw output of 'block' at position 4", LOGITS[3, WORD_ID["block"]], page("s5.raw-block")),
+    ("favourite at temperature 0.5", softmax(LOGITS[3], temperature=0.5).max(), page("s5.favourite-t0.5")),
+    ("favourite at temperature 1.0", softmax(LOGITS[3], temperature=1.0).max(), page("s5.favourite-t1.0")),
+    ("favourite at temperature 1.5", softmax(LOGITS[3], temperature=1.5).max(), page("s5.favourite-t1.5")),
+    ("spread at temperature 0.5 (nats)", entropy(softmax(LOGITS[3], temperature=0.5)), page("s5.spread-t0.5")),
+    ("spread at temperature 1.5 (nats)", entropy(softmax(LOGITS[3], temperature=1.5)), page("s5.spread-t1.5")),
+    ("least likely word at temperature 1.5", softmax(LOGITS[3], temperature=1.5).min(), page("s5.least-t1.5")),
+    ("one in ... at temperature 1.5", 1 / softmax(LOGITS[3], temperature=1.5).min(), page("s5.least-one-in")),
+    ("top-p running total after 7 words", P4_SORTED[:7].sum(), page("s5.top-p-total")),
+    ("favourite renormalised after top-p", P4_SORTED[0] / P4_SORTED[:7].sum(), page("s5.top-p-renormalised")),
+    ("top word at position 1", P[0].max(), page("s5.top-p-pos1-top")),
+    ("top word at position 6", P[5].max(), page("s5.top-p-pos6-top")),
+    ("greedy 'lifts' then its best word", P4[WORD_ID["lifts"]] * AFTER["lifts"].max(), page("s5.greedy-pair")),
+    ("'the' then its best word", P4[WORD_ID["the"]] * AFTER["the"].max(), page("s5.runner-up-pair")),
+    ("row 3 share on unseen positions, blocked scores set to 0", softmax(np.r_[ROW3[:3], 0, 0, 0])[3:].sum(), page("s2.zero-leak")),
+    ("row 3 weight on position 1, masked", softmax(ROW3[:3])[0], page("s2.inf-weight1")),
+    ("row 3 weight on position 2, masked", softmax(ROW3[:3])[1], page("s2.inf-weight2")),
+    ("row 3 weight on position 3, masked", softmax(ROW3[:3])[2], page("s2.inf-weight3")),
+    ("row 3 weight on position 4, no mask", softmax(ROW3)[3], page("s2.open-on-answer")),
+    ("row 3 weight on positions 4-6, no mask", softmax(ROW3)[3:].sum(), page("s2.open-on-later")),
 ]
 
 

@@ -1,6 +1,6 @@
 """Every figure of the source pages that the chapters cover is printed by its chapter.
 
-The table is tests/source_figures/*.csv, one file per chapter: the figure's id, the
+The table is book/data/source_figures/*.csv (read through `book.source_figures`), one file per chapter: the figure's id, the
 chapter that covers it, the figure as the source page prints it, and, where the
 source is wrong, the course's corrected figure. A corrected figure must also be
 explained in an erratum note in the chapter (an admonition titled "Erratum" that
@@ -8,7 +8,8 @@ quotes the source's figure).
 """
 import pytest
 
-from notebooks import ERRATUM, SOURCE_FIGURES as ROWS
+from book.source_figures import ROWS
+from notebooks import ERRATUM
 from notebooks import CHAPTERS, chapter_names, normalise, printed_numbers, read_golden
 
 

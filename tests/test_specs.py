@@ -1,48 +1,45 @@
-"""The example model and accelerator in `book` give back the page's stated sizes and times.
+"""The example model and accelerator in `book` give back the source page's stated sizes and times.
 
-Expected values are typed from the source page; the arithmetic here is independent of the chapters.
+The sizes come from `book.card` (whose formulas `tests/test_card.py` checks against torch's own count);
+the expected figures are the page's, from `book/data/source_figures/*.csv`.
 """
 from book import EXAMPLE_ACCELERATOR as ACC
 from book import EXAMPLE_MODEL as M
 from book import MiB
+from book.card import cache_bytes_per_token, decode_tokens_per_second, total_params, weights_bytes
+from book.source_figures import page
+
+CONTEXT = 2_048
 
 
-def params(m):
-    # tied input/output embedding, no position table, no biases, norms with a weight only
-    per_layer = 4 * m.d_model**2 + 2 * m.d_model * m.d_ff + 2 * m.d_model
-    return m.vocab * m.d_model + m.n_layers * per_layer + m.d_model
+def as_int(text):
+    return int(text.replace(",", ""))
 
 
-def cache_bytes_per_token(m):
-    return 2 * m.n_layers * m.n_heads * m.d_head * m.bytes_per_number
+def test_parameter_count_and_cache_per_token():
+    assert total_params(M) == as_int(page("s3.params"))
+    assert cache_bytes_per_token(M) == as_int(page("s4.bytes-per-token"))
 
 
-def test_parameter_count():
-    assert params(M) == 335_594_496
+def test_weights_in_mib():
+    assert round(weights_bytes(M) / MiB) == as_int(page("s6.weights-mib"))
 
 
-def test_cache_per_token():
-    assert cache_bytes_per_token(M) == 98_304
-
-
-def test_weights_are_640_mib():
-    assert round(params(M) * M.bytes_per_number / MiB) == 640
-
-
-def step_seconds(batch, context=2_048):
-    read = params(M) * M.bytes_per_number + batch * context * cache_bytes_per_token(M)
-    return read / ACC.bandwidth
+def step_seconds(batch):
+    return (weights_bytes(M) + batch * CONTEXT * cache_bytes_per_token(M)) / ACC.bandwidth
 
 
 def test_reading_time_of_one_token():
-    assert f"{step_seconds(1) * 1e6:.0f}" == "873"
+    assert f"{step_seconds(1) * 1e6:.0f}" == page("s6.reading-time")
 
 
 def test_arithmetic_time_of_one_token():
-    ops = 2 * params(M) + 4 * M.n_layers * 2_048 * M.d_model  # matrix work + attention over 2,048 positions
-    assert f"{ops / ACC.ops_per_second * 1e6:.1f}" == "8.7"
+    ops = 2 * total_params(M) + 4 * M.n_layers * CONTEXT * M.d_model  # matrix work + attention over the context
+    assert f"{ops / ACC.ops_per_second * 1e6:.1f}" == page("s6.arithmetic-time")
 
 
 def test_tokens_per_second_under_batching():
-    got = {b: f"{b / step_seconds(b):,.0f}" for b in (1, 8, 64)}
-    assert got == {1: "1,146", 8: "3,506", 64: "4,721"}
+    for batch, figure in [(1, "s6.tokens-per-s-1"), (8, "s6.tokens-per-s-8"), (64, "s6.tokens-per-s-64")]:
+        assert f"{batch / step_seconds(batch):,.0f}" == page(figure)
+        # the card's decode rate (which reads only the batch's rows of an untied table) agrees for a tied one
+        assert f"{decode_tokens_per_second(M, ACC.bandwidth, batch, CONTEXT):,.0f}" == page(figure)
