@@ -1,8 +1,10 @@
 """Regenerate the golden notebooks: `make golden` (all chapters) or `make golden CH=01_next_token_prediction`.
 
 Each chapter's Markdown source is converted to a notebook and executed from the
-chapters folder, as the book build does. Image data is stripped (nbval does not
-compare images, and it keeps the repository small); text outputs are kept.
+chapters folder, as the book build does. A golden keeps only what nbval compares:
+the code cells, in the chapter's order, with their text outputs (image data is
+stripped: nbval does not compare images, and it keeps the repository small). The
+prose lives in the chapter alone, so editing a sentence never leaves a stale copy.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ IMAGE_TYPES = ("image/png", "image/jpeg", "image/svg+xml")
 
 
 def strip(nb):
+    nb.cells = [cell for cell in nb.cells if cell.cell_type == "code"]
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         for out in cell.get("outputs", []):

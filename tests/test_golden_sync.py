@@ -1,6 +1,7 @@
-"""The golden notebooks are the chapters as they stand, fully executed.
+"""The golden notebooks are the chapters' code cells as they stand, fully executed, and nothing else.
 
-If a chapter's code changes and `make golden` was not run, this fails and names the cell.
+If a chapter's code changes and `make golden` was not run, this fails and names the cell. A golden
+holds no Markdown (the prose lives in the chapter only), so no stale copy of a sentence can linger.
 """
 import pytest
 
@@ -22,6 +23,12 @@ def test_code_cells_match_the_chapter(name):
     for i, (mine, gold) in enumerate(zip(chapter, golden), start=1):
         assert mine.source == gold.source, f"{name}: code cell {i} differs from its golden; run `make golden CH={name}`"
         assert mine.metadata.get("tags", []) == gold.metadata.get("tags", []), f"{name}: code cell {i} tags differ"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_golden_holds_only_code_cells(name):
+    kinds = {c.cell_type for c in read_golden(name).cells}
+    assert kinds == {"code"}, f"{name}: the golden holds {sorted(kinds - {'code'})} cells; run `make golden CH={name}`"
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
