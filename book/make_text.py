@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 SEED = 7
+HELD_OUT_SEED = 8  # another seed for the same grammar: the held-out episodes of chapters 1 and 2
 EPISODES = 3_000
 AGENTS = ["arm", "gripper", "robot"]
 GRASP = ["lifts", "grips", "picks"]
@@ -33,9 +34,23 @@ def episode(rng):
     return f"{first} {second}"
 
 
+def episodes(n=EPISODES, seed=SEED):
+    """n episodes drawn from the grammar with the given seed (the training text's by default)."""
+    rng = np.random.default_rng(seed)
+    return [episode(rng) for _ in range(n)]
+
+
+def held_out_episodes(training_text, n=EPISODES, seed=HELD_OUT_SEED):
+    """Of n episodes drawn with another seed, those whose exact text is not a line of the training text.
+
+    Introduced in chapter 1 (held-out loss beside training loss); chapter 2 scores on them too.
+    """
+    seen = set(training_text.splitlines())
+    return [e for e in episodes(n, seed) if e not in seen]
+
+
 def main():
-    rng = np.random.default_rng(SEED)
-    text = "\n".join(episode(rng) for _ in range(EPISODES)) + "\n"
+    text = "\n".join(episodes(EPISODES, SEED)) + "\n"
     path = Path(__file__).with_name("data") / "robot_text.txt"
     path.parent.mkdir(exist_ok=True)
     path.write_text(text)
