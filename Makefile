@@ -2,14 +2,16 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum | cut -d' ' -f1)
+# Two pinned sets: requirements.txt is what a learner needs (Binder installs only that one);
+# requirements-dev.txt adds the website build, the tests and the formatter, and includes the first.
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup book test bench golden exercises grade clean
+.PHONY: setup book test bench golden exercises grade clean pdf
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 setup: $(STAMP)
@@ -41,6 +43,11 @@ grade: setup
 # its budget (a script that prints, not a test). `make bench ARGS=--no-test` skips the timed `make test`.
 bench: setup
 	$(BIN)/python tools/bench.py $(ARGS)
+
+# The whole course as one PDF, _build/pdf/course.pdf, printed from the built website by Debian's chromium
+# (apt-get install chromium); builds the website first if it is missing or stale.
+pdf: setup
+	$(BIN)/python tools/pdf.py $(ARGS)
 
 clean:
 	rm -rf _build

@@ -1,31 +1,109 @@
-"""binder/ sets up the same environment as requirements.txt, with CPU-only PyTorch, and makes JupyterLab
-open the chapters (Jupytext Markdown) as notebooks."""
+"""binder/ installs the learner set of requirements.txt (with CPU-only PyTorch) and nothing of the authors' set;
+the learner set is complete and consistent, holds JupyterLab with a jupyterlab-myst that this JupyterLab loads,
+and postBuild makes JupyterLab open the chapters (Jupytext Markdown) as notebooks."""
 import json
 import os
 import re
 import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from built_site import ROOT
 
 BINDER = ROOT / "binder"
+LEARNER = {"numpy", "matplotlib", "torch", "jupytext", "otter-grader", "jupyterlab", "jupyterlab-myst", "ipykernel"}
+AUTHOR_ONLY = {"jupyter-book", "pytest", "nbval", "axe-playwright-python", "ruff", "django-static-mathjax"}
 
 
 def pins(path):
-    """{package: version} of the exact pins in a requirements file."""
+    """{canonical package name: version} of the exact pins in a requirements file."""
     found = {}
     for line in path.read_text().splitlines():
         m = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s#;]+)", line)
         if m:
-            found[m.group(1).lower().replace("_", "-")] = m.group(2)
+            found[canonicalize_name(m.group(1))] = m.group(2)
     return found
 
 
-def test_binder_pins_the_root_requirements_with_the_cpu_torch_wheel():
+def test_binder_pins_the_learner_requirements_with_the_cpu_torch_wheel():
     root, binder = pins(ROOT / "requirements.txt"), pins(BINDER / "requirements.txt")
     assert binder.pop("torch") == root.pop("torch") + "+cpu"
     assert binder == root, "binder/requirements.txt and requirements.txt pin different packages or versions"
     text = (BINDER / "requirements.txt").read_text()
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in text.splitlines()
+    assert not [ln for ln in text.splitlines() if ln.startswith(("-r", "-c"))], "Binder installs the learner set only"
+
+
+def test_two_sets_learner_and_author():
+    learner, dev = pins(ROOT / "requirements.txt"), pins(ROOT / "requirements-dev.txt")
+    assert LEARNER <= learner.keys(), f"the learner set misses {LEARNER - learner.keys()}"
+    assert not AUTHOR_ONLY & learner.keys(), f"author packages in the learner set: {AUTHOR_ONLY & learner.keys()}"
+    assert AUTHOR_ONLY <= dev.keys(), f"the author set misses {AUTHOR_ONLY - dev.keys()}"
+    assert not learner.keys() & dev.keys(), f"pinned in both files: {learner.keys() & dev.keys()}"
+    assert learner["torch"] == "2.13.0"
+    lines = (ROOT / "requirements-dev.txt").read_text().splitlines()
+    assert "-r requirements.txt" in lines, "requirements-dev.txt must include the learner set"
+    assert "-r requirements-dev.txt" in (ROOT / "Makefile").read_text(), "make setup installs both sets"
+    for path in (ROOT / "requirements.txt", ROOT / "requirements-dev.txt"):
+        loose = [ln for ln in path.read_text().splitlines()
+                 if ln.strip() and not ln.startswith(("#", "-e ", "-r ")) and "==" not in ln]
+        assert not loose, f"{path.name}: lines without an exact pin: {loose}"
+
+
+def _requirements_of(name, extras=()):
+    """The requirements of an installed distribution that apply here (Python 3.11 on Linux), with its extras."""
+    found = []
+    for text in metadata.distribution(name).requires or []:
+        req = Requirement(text)
+        if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in ("", *extras)):
+            found.append(req)
+    return found
+
+
+def test_the_learner_set_resolves_on_its_own():
+    """Every requirement of every pinned learner package is pinned too, at a version it accepts: pip installs
+    the set with nothing left to choose, without the authors' packages."""
+    learner = pins(ROOT / "requirements.txt")
+    installed = {name: metadata.version(name) for name in learner}
+    wrong = {n: (v, learner[n]) for n, v in installed.items() if v.split("+")[0] != learner[n]}
+    if wrong:
+        pytest.fail(f"this environment is not the pinned one (run make setup): {wrong}")
+    extras = {}  # nbconvert[webpdf] is asked for by otter-grader
+    for name in learner:
+        for req in _requirements_of(name):
+            if req.extras:
+                extras.setdefault(canonicalize_name(req.name), set()).update(req.extras)
+    problems = []
+    for name in learner:
+        for req in _requirements_of(name, extras.get(name, ())):
+            dep = canonicalize_name(req.name)
+            if dep not in learner:
+                problems.append(f"{name} needs {req}, which requirements.txt does not pin")
+            elif not req.specifier.contains(learner[dep], prereleases=True):
+                problems.append(f"{name} needs {req}, requirements.txt pins {dep}=={learner[dep]}")
+    assert not problems, "\n".join(problems)
+
+
+def _major(spec):
+    return int(re.search(r"\d+", spec).group())
+
+
+def test_jupyterlab_loads_the_pinned_jupyterlab_myst():
+    """JupyterLab skips a prebuilt extension built against another major version of a shared singleton:
+    jupyterlab-myst 2.7 is built for @jupyter/ydoc 3, which JupyterLab 4.6 replaced by 4 (so the pin is 4.5)."""
+    share = Path(sys.prefix) / "share" / "jupyter"
+    lab = json.loads((share / "lab" / "static" / "package.json").read_text())
+    myst = json.loads((share / "labextensions" / "jupyterlab-myst" / "package.json").read_text())
+    assert lab["version"] == pins(ROOT / "requirements.txt")["jupyterlab"]
+    shared = lab["jupyterlab"]["singletonPackages"]
+    clashes = {pkg: (lab["resolutions"][pkg], wanted) for pkg, wanted in myst["dependencies"].items()
+               if pkg in shared and pkg in lab["resolutions"] and _major(lab["resolutions"][pkg]) != _major(wanted)}
+    assert not clashes, f"jupyterlab-myst wants other major versions than JupyterLab ships: {clashes}"
 
 
 def test_binder_python_is_the_course_python():
