@@ -1,11 +1,13 @@
-"""The tiny model of book.tiny trains on one core, generates the same text with and without its cache,
-and its cache holds exactly the bytes the chapter-4 formula predicts."""
+"""The tiny model of book.tiny trains on one core, is kept on disk and loaded bit for bit, generates the
+same text with and without its cache (cropping to its window as nanoGPT does), and its cache holds exactly
+the bytes the model card predicts."""
 import math
 
 import pytest
 import torch
 
 from book import tiny
+from book.card import cache_bytes_per_token
 
 
 @pytest.fixture(scope="module")
@@ -19,10 +21,34 @@ def test_loss_starts_at_log_vocabulary_and_falls(trained):
     assert sum(losses[-30:]) / 30 < 0.7 < losses[0]
 
 
-def test_training_is_deterministic(trained):
+def test_training_is_deterministic(trained, tmp_path, monkeypatch):
     _, losses = trained
+    monkeypatch.setenv("BOOK_CACHE", str(tmp_path))  # an empty cache: this run trains
     _, again = tiny.trained_model(steps=20)
     assert again == losses[:20]
+
+
+def test_a_loaded_model_is_the_trained_one_bit_for_bit(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOOK_CACHE", str(tmp_path))
+    trained, losses = tiny.trained_model(steps=15)  # trains and keeps the weights
+    rng_after_training = torch.get_rng_state()
+    assert len(list(tmp_path.glob("tiny-*.pt"))) == 1
+    loaded, losses_again = tiny.trained_model(steps=15)  # loads them
+    assert losses_again == losses and torch.equal(torch.get_rng_state(), rng_after_training)
+    for (name, a), (_, b) in zip(trained.state_dict().items(), loaded.state_dict().items()):
+        assert torch.equal(a, b), name
+    other, _ = tiny.trained_model(steps=16)  # another recipe is another file, not the same weights
+    assert len(list(tmp_path.glob("tiny-*.pt"))) == 2
+    assert not torch.equal(other.tokens.weight, loaded.tokens.weight)
+
+
+def test_an_unreadable_cache_file_is_trained_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOOK_CACHE", str(tmp_path))
+    _, losses = tiny.trained_model(steps=5)
+    for f in tmp_path.glob("tiny-*.pt"):
+        f.write_bytes(b"half a file")
+    _, again = tiny.trained_model(steps=5)
+    assert again == losses
 
 
 def test_cache_changes_nothing_but_the_work(trained):
@@ -39,8 +65,41 @@ def test_cache_bytes_match_the_formula(trained):
     prompt = [0, 1, 2]
     ids = tiny.generate(model, prompt, 5, caches=caches)
     positions = len(ids) - 1  # the last token is produced but never fed back
-    per_token = 2 * cfg.n_layers * cfg.n_heads * (cfg.d_model // cfg.n_heads) * 4  # float32
-    assert tiny.cache_bytes(caches) == positions * per_token
+    assert tiny.cache_bytes(caches) == positions * cache_bytes_per_token(tiny.card_of(cfg))
+
+
+def test_generate_crops_to_the_window_as_nanogpt_does(trained):
+    model, _ = trained
+    prompt = [0, 1, 2]
+    window = 8
+    got = tiny.generate(model, prompt, 12, window=window)
+    # by hand: every step reads only the newest `window` tokens, from position 0
+    ids = list(prompt)
+    with torch.no_grad():
+        for _ in range(12):
+            ids.append(int(model(torch.tensor([ids[-window:]]))[0, -1].argmax()))
+    assert got == ids
+    assert tiny.generate(model, prompt, 12, window=window, use_cache=False) == ids
+
+
+def test_generate_refuses_to_read_past_the_position_table(trained):
+    model, _ = trained
+    table = model.cfg.context
+    with pytest.raises(ValueError, match=f"position table has {table}"):
+        tiny.generate(model, [0, 1, 2], table, window=None)
+    with pytest.raises(ValueError, match="position slots"):
+        tiny.generate(model, [0], 1, window=table + 1)
+    assert len(tiny.generate(model, [0, 1, 2], table - 2, window=None)) == table + 1  # the last fits exactly
+
+
+def test_log_chances_are_the_models_own(trained):
+    model, _ = trained
+    logs = []
+    ids = tiny.generate(model, [0, 1, 2], 4, log_chances=logs)
+    with torch.no_grad():
+        full = torch.log_softmax(model(torch.tensor([ids])), dim=-1)[0]
+    expected = [float(full[t - 1, ids[t]]) for t in range(3, len(ids))]
+    assert logs == pytest.approx(expected, abs=1e-5)
 
 
 def test_sampling_respects_top_p():
