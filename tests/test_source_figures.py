@@ -3,9 +3,12 @@
 The table is book/data/source_figures/*.csv (read through `book.source_figures`), one file per chapter: the figure's id, the
 chapter that covers it, the figure as the source page prints it, and, where the
 source is wrong, the course's corrected figure. A corrected figure must also be
-explained in an erratum note in the chapter (an admonition titled "Erratum" that
-quotes the source's figure).
+explained in an erratum note in the chapter that quotes the source's figure and
+the course's: an admonition titled "Erratum", or, for a mere rounding, a footnote
+whose text begins "Erratum" (`[^label]: Erratum ...`, with its indented lines).
 """
+import re
+
 import pytest
 
 from book.source_figures import ROWS
@@ -13,9 +16,14 @@ from notebooks import ERRATUM
 from notebooks import CHAPTERS, chapter_names, normalise, printed_numbers, read_golden
 
 
+# a MyST footnote definition that opens with "Erratum", and its indented continuation lines
+ERRATUM_FOOTNOTE = re.compile(r"^\[\^[\w-]+\]:[ \t]*Erratum.*(?:\n[ \t]+\S.*)*", re.MULTILINE)
+
+
 def errata_notes(chapter):
-    """The text of each Erratum admonition in a chapter."""
-    return [m.group(0) for m in ERRATUM.finditer((CHAPTERS / f"{chapter}.md").read_text())]
+    """The text of each Erratum admonition and each Erratum footnote in a chapter."""
+    text = (CHAPTERS / f"{chapter}.md").read_text()
+    return [m.group(0) for pattern in (ERRATUM, ERRATUM_FOOTNOTE) for m in pattern.finditer(text)]
 
 
 def test_table_is_well_formed():
@@ -44,4 +52,4 @@ def test_corrected_figure_has_an_erratum_note(row):
     notes = errata_notes(row["chapter"])
     assert any(row["source_text"] in note and row["course_text"] in note for note in notes), (
         f"{row['id']}: the course prints {row['course_text']} where the source says {row['source_text']}; "
-        f"chapters/{row['chapter']}.md needs an Erratum admonition quoting both")
+        f"chapters/{row['chapter']}.md needs an Erratum admonition (or Erratum footnote) quoting both")
