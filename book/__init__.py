@@ -2,8 +2,18 @@
 
 Every chapter, exercise, solution and test imports from here, so the example
 is defined once.
+
+Importing it pins the CPU code paths of PyTorch and its MKL (AVX2, which nearly every x86
+machine of the last ten years has) before any tensor operation runs: on a processor with
+AVX-512, PyTorch would otherwise pick other kernels, whose sums round differently, and the
+tiny model's 400 training steps would carry that into the second decimal of its loss. A reader
+can override either variable before starting Python.
 """
-from . import style
+import os
+
+os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")  # read at PyTorch's first operation, not at import
+os.environ.setdefault("MKL_CBWR", "AVX2")  # MKL's conditional numerical reproducibility: the AVX2 branch
+from . import style  # noqa: E402  (after the pins above)
 from .card import EXAMPLE_MODEL, ModelCard
 from .example import (
     ATTENTION_SCORES, INPUT_WORDS, LOGITS, NEXT_AFTER, NEXT_LOGITS, SENTENCE, START,

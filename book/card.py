@@ -232,7 +232,7 @@ def _rows(c: ModelCard, context: int, memory: float, bandwidth: float):
         ("active parameters per token", f"{active_params(c) / 1e9:,.2f} B"),
         ("weights", f"{weights_bytes(c) / 2**30:,.2f} GiB"),
         ("cache per token", f"{cache_bytes_per_token(c) / 2**10:,.0f} KiB"),
-        (f"cache per request of {context:,} tokens", f"{context * cache_bytes_per_token(c) / 2**30:,.2f} GiB"),
+        (f"cache per request of {context:,} tokens", f"{cache_bytes(c, context) / 2**30:,.2f} GiB"),
         (f"requests that fit in {memory / 2**30:,.0f} GiB", fits),
         ("decode, one request", f"{decode_tokens_per_second(c, bandwidth, 1, context):,.0f} tokens/s"),
         ("decode, all requests that fit", at_fit),

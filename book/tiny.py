@@ -34,7 +34,9 @@ TRAIN_WINDOW = 24  # tokens per training window; an episode of the text is about
 
 @contextmanager
 def one_thread():
-    """Run torch on one thread: the same numbers on every machine, and faster for a model this small."""
+    """Run torch on one thread: the same numbers at any thread count, and faster for a model this small.
+
+    Across machines the numbers also need the same CPU code paths, which importing `book` pins (AVX2)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -200,6 +202,7 @@ def _run_key(cfg: TinyConfig, steps: int, seed: int) -> str:
     """A name for one training run: everything that decides its weights, hashed."""
     recipe = {"config": asdict(cfg), "steps": steps, "seed": seed, "batch": BATCH, "lr": LR, "window": TRAIN_WINDOW,
               "text": hashlib.sha256(load_text().encode()).hexdigest(), "torch": torch.__version__,
+              "cpu": [torch.backends.cpu.get_cpu_capability(), os.environ.get("MKL_CBWR", "")],
               "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:24]
 
