@@ -14,7 +14,6 @@ import os
 os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")  # read at PyTorch's first operation, not at import
 os.environ.setdefault("MKL_CBWR", "AVX2")  # MKL's conditional numerical reproducibility: the AVX2 branch
 from . import style  # noqa: E402  (after the pins above)
-from .card import EXAMPLE_MODEL, ModelCard
 from .example import (
     ATTENTION_SCORES, INPUT_WORDS, LOGITS, NEXT_AFTER, NEXT_LOGITS, SENTENCE, START,
     TARGET_IDS, TARGET_WORDS, TOKEN_IDS, VOCAB, WORD_ID,
@@ -27,3 +26,13 @@ __all__ = [
     "START", "TARGET_IDS", "TARGET_WORDS", "TOKEN_IDS", "VOCAB", "WORD_ID", "EXAMPLE_ACCELERATOR",
     "EXAMPLE_MODEL", "GiB", "KiB", "MiB", "Accelerator", "ModelCard",
 ]
+
+
+def __getattr__(name):
+    """`book.EXAMPLE_MODEL` and `book.ModelCard` come from `book.card`, imported on first use, so that
+    `python -m book.card` (the model-card calculator) runs without a second copy of that module."""
+    if name in ("EXAMPLE_MODEL", "ModelCard"):
+        from . import card
+
+        return getattr(card, name)
+    raise AttributeError(f"module 'book' has no attribute {name!r}")
