@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # requirements-dev.txt adds the website build, the tests and the formatter, and includes the first.
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup book test bench golden exercises grade clean pdf
+.PHONY: setup book test bench golden exercises grade clean pdf release
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,12 +32,20 @@ golden: setup
 exercises: setup
 	$(BIN)/python tools/make_exercises.py $(EX)
 
-# Grade a folder of submitted notebooks for one exercise into a CSV, a row per submission:
+# Grade a folder of submitted notebooks for one exercise into a CSV, a row per submission, each notebook in its
+# own bubblewrap sandbox (apt-get install bubblewrap); ARGS passes options, e.g. ARGS="--timeout 60 --jobs 4":
 #   make grade EX=01_next_token_prediction SUBMISSIONS=path/to/folder OUT=grades.csv
 grade: setup
 	@test -n "$(EX)" -a -n "$(SUBMISSIONS)" -a -n "$(OUT)" || \
-	  { echo "usage: make grade EX=01_next_token_prediction SUBMISSIONS=folder/ OUT=grades.csv"; exit 2; }
-	$(BIN)/python tools/grade.py $(EX) $(SUBMISSIONS) $(OUT)
+	  { echo "usage: make grade EX=01_next_token_prediction SUBMISSIONS=folder/ OUT=grades.csv [ARGS=...]"; exit 2; }
+	$(BIN)/python tools/grade.py $(EX) $(SUBMISSIONS) $(OUT) $(ARGS)
+
+# Write the student release (chapters, exercises, book/, site and Binder files; no solutions/, autograder/,
+# tests/ or tools/) into a new folder outside the repository, checked for solution and hidden-test lines:
+#   make release OUT=../course-release
+release: setup
+	@test -n "$(OUT)" || { echo "usage: make release OUT=../course-release"; exit 2; }
+	$(BIN)/python tools/release.py $(OUT)
 
 # Build and test times, execution time per chapter, sizes of the environment and the site, each against
 # its budget (a script that prints, not a test). `make bench ARGS=--no-test` skips the timed `make test`.

@@ -6,7 +6,13 @@ runs `otter assign` (which also runs every test against the solutions and fails
 if one does not pass), then copies out:
 
 - `exercises/NN_slug.ipynb`: the student copy, with the public tests only;
-- `autograder/NN_slug.zip`: the tests, hidden ones included, for `tools/grade.py`.
+- `autograder/NN_slug.zip`: otter's autograder (public tests) and, under `grading/`, what
+  `tools/grade.py` needs: `probes.py` (the hidden inputs, from the master's `# PROBES` cells),
+  `checks.py` (the property checks, from its `# CHECKS` cells), `questions.json` and
+  `solution.ipynb` (the solved notebook, whose answers on the hidden inputs are the reference).
+
+The hidden cells stand in the master between raw cells `# BEGIN HIDDEN` and `# END HIDDEN`;
+they are taken out before `otter assign` sees the master, so no student copy can hold them.
 
 Both outputs are normalised (cell ids, zip timestamps) so that regenerating
 from unchanged masters gives byte-identical files. Usage (or `make exercises`):
@@ -17,6 +23,8 @@ from unchanged masters gives byte-identical files. Usage (or `make exercises`):
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,6 +41,28 @@ EXERCISES = ROOT / "exercises"
 AUTOGRADER = ROOT / "autograder"
 OTTER = [sys.executable, "-m", "otter"]
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # a fixed timestamp for every zip entry
+PROBES_PRELUDE = '''"""Hidden inputs of one exercise, generated from its master by tools/make_exercises.py.
+
+Run inside the grading sandbox after the submission's cells: each `probe` names a question, the
+function it calls and the arguments; `probe_with` passes the function to a driver that calls it.
+"""
+PROBES = []
+
+
+def probe(question, function, *args):
+    PROBES.append((question, function, args, None))
+
+
+def probe_with(question, function, driver, *args):
+    PROBES.append((question, function, args, driver))
+'''
+CHECKS_PRELUDE = '''"""Property checks of one exercise, generated from its master by tools/make_exercises.py.
+
+Run by tools/grade.py outside every sandbox: `check_qN(got, want, args)` gets the decoded answers of
+a submission, of the solution, and the arguments of each probe; it raises Wrong("reason").
+Names available: Wrong, Tensor, same, values, describe, np, math (tools/judge.py).
+"""
+'''
 
 
 def exercise_names():
@@ -40,39 +70,94 @@ def exercise_names():
     return sorted(p.stem for p in SOLUTIONS.glob("[0-9][0-9]_*.md"))
 
 
-def assign(name, workdir, run_tests=True):
+def split_master(name):
+    """The master without its hidden cells, and the text of probes.py and checks.py taken from them."""
+    nb = jupytext.read(SOLUTIONS / f"{name}.md")
+    kept, probes, checks, inside = [], [], [], False
+    for cell in nb.cells:
+        marker = cell.source.strip() if cell.cell_type == "raw" else ""
+        if marker == "# BEGIN HIDDEN":
+            inside = True
+        elif marker == "# END HIDDEN":
+            inside = False
+        elif not inside:
+            kept.append(cell)
+        elif cell.cell_type == "code" and cell.source.startswith("# PROBES"):
+            probes.append(cell.source.strip() + "\n")
+        elif cell.cell_type == "code" and cell.source.startswith("# CHECKS"):
+            checks.append(cell.source.strip() + "\n")
+        else:
+            raise RuntimeError(f"solutions/{name}.md: a hidden block holds a cell that is neither # PROBES nor # CHECKS")
+    if inside:
+        raise RuntimeError(f"solutions/{name}.md: # BEGIN HIDDEN without # END HIDDEN")
+    questions = re.findall(r"^# BEGIN QUESTION\s*\nname:\s*(\w+)", "\n".join(
+        c.source for c in kept if c.cell_type == "raw"), flags=re.M)
+    nb.cells = kept
+    return nb, "\n\n".join([PROBES_PRELUDE, *probes]), "\n\n".join([CHECKS_PRELUDE, *checks]), questions
+
+
+def assign(name, workdir, run_tests=True, in_process=False):
     """Run `otter assign` on one master; return the output folder (with `student/` and `autograder/`).
 
     With `run_tests`, otter also runs every test against the solutions and fails if one does not pass
-    (`make exercises` always does; the test suite grades the solutions itself and skips it).
+    (`make exercises` always does; the test suite grades the solutions itself and skips it). With
+    `in_process`, otter runs in this process rather than a new one (its import alone takes seconds;
+    `--into` uses it to rebuild every exercise in one process).
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     master = workdir / f"{name}.ipynb"
-    nbformat.write(jupytext.read(SOLUTIONS / f"{name}.md"), master)
+    nb, probes, checks, questions = split_master(name)
+    nbformat.write(nb, master)
     dist = workdir / "dist"
-    options = [] if run_tests else ["--no-run-tests"]
-    run = subprocess.run([*OTTER, "assign", *options, master.name, dist.name], cwd=workdir,
-                         capture_output=True, text=True, timeout=900)
-    if run.returncode != 0:
-        log = [ln for ln in (run.stdout + run.stderr).splitlines() if "IPKernelApp" not in ln]
-        raise RuntimeError(f"otter assign failed for solutions/{name}.md:\n" + "\n".join(log[-25:]))
+    if in_process:
+        import contextlib
+        import io
+
+        from otter.assign import main as otter_assign
+
+        log = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                otter_assign(str(master.resolve()), str(dist.resolve()), no_run_tests=not run_tests)
+        except Exception as err:
+            raise RuntimeError(f"otter assign failed for solutions/{name}.md: {type(err).__name__}: {err}")
+    else:
+        options = [] if run_tests else ["--no-run-tests"]
+        run = subprocess.run([*OTTER, "assign", *options, master.name, dist.name], cwd=workdir,
+                             capture_output=True, text=True, timeout=900)
+        if run.returncode != 0:
+            log = [ln for ln in (run.stdout + run.stderr).splitlines() if "IPKernelApp" not in ln]
+            raise RuntimeError(f"otter assign failed for solutions/{name}.md:\n" + "\n".join(log[-25:]))
+    grading = dist / "grading"
+    grading.mkdir()
+    (grading / "probes.py").write_text(probes)
+    (grading / "checks.py").write_text(checks)
+    (grading / "questions.json").write_text(json.dumps({"name": name, "questions": questions}, indent=1) + "\n")
+    (grading / "solution.ipynb").write_text(_normalised(dist / "autograder" / f"{name}.ipynb"))
     return dist
 
 
-def student_notebook(name, dist):
-    """The student copy, with ids that do not change from one regeneration to the next."""
-    nb = nbformat.read(Path(dist) / "student" / f"{name}.ipynb", as_version=4)
+def _normalised(path):
+    """A notebook with ids that do not change from one regeneration to the next."""
+    nb = nbformat.read(path, as_version=4)
     for i, cell in enumerate(nb.cells):
         cell.id = f"cell-{i:02d}"
     nb.metadata.pop("jupytext", None)
     return nbformat.writes(nb) + "\n"
 
 
-def write_zip(source, target):
-    """Copy a zip with its entries sorted and every timestamp fixed, so equal content gives equal bytes."""
+def student_notebook(name, dist):
+    """The student copy (public tests only), normalised."""
+    return _normalised(Path(dist) / "student" / f"{name}.ipynb")
+
+
+def write_zip(source, target, extra=None):
+    """Copy a zip, plus `extra` {name: file}, with its entries sorted and every timestamp fixed, so equal
+    content gives equal bytes."""
     with zipfile.ZipFile(source) as src:
-        entries = sorted((info.filename, src.read(info)) for info in src.infolist() if not info.is_dir())
+        entries = [(info.filename, src.read(info)) for info in src.infolist() if not info.is_dir()]
+    entries = sorted(entries + [(n, Path(p).read_bytes()) for n, p in (extra or {}).items()])
     with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as out:
         for filename, data in entries:
             info = zipfile.ZipInfo(filename, date_time=ZIP_DATE)
@@ -88,12 +173,13 @@ def export(name, dist, exercises=EXERCISES, autograder=AUTOGRADER):
     autograder.mkdir(parents=True, exist_ok=True)
     (exercises / f"{name}.ipynb").write_text(student_notebook(name, dist))
     [zip_path] = (Path(dist) / "autograder").glob("*.zip")
-    write_zip(zip_path, autograder / f"{name}.zip")
+    grading = Path(dist) / "grading"
+    write_zip(zip_path, autograder / f"{name}.zip", {f"grading/{p.name}": p for p in grading.iterdir()})
 
 
-def build(name, workdir, exercises=EXERCISES, autograder=AUTOGRADER, run_tests=True):
+def build(name, workdir, exercises=EXERCISES, autograder=AUTOGRADER, run_tests=True, in_process=False):
     """Assign and export one exercise; return the `otter assign` folder (its autograder/ holds the solved notebook)."""
-    dist = assign(name, workdir, run_tests)
+    dist = assign(name, workdir, run_tests, in_process)
     export(name, dist, exercises, autograder)
     return dist
 
@@ -102,11 +188,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="exercises to rebuild (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="exercises built at the same time")
+    parser.add_argument("--into", metavar="FOLDER", help="write exercises/ and autograder/ under FOLDER instead of "
+                        "the repository, one exercise after the other in this process, without otter's run of the "
+                        "public tests (the test suite's check that the committed files are up to date)")
     args = parser.parse_args(argv)
     names = args.names or exercise_names()
     unknown = [n for n in names if not (SOLUTIONS / f"{n}.md").exists()]
     if unknown:
         sys.exit(f"no master for {', '.join(unknown)} in solutions/")
+    if args.into:
+        into = Path(args.into)
+        for name in names:
+            try:
+                build(name, into / "work" / name, into / "exercises", into / "autograder", run_tests=False,
+                      in_process=True)
+            except RuntimeError as err:
+                sys.exit(str(err))
+        return
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(args.jobs) as pool:
         jobs = {name: pool.submit(build, name, Path(tmp) / name) for name in names}
         failed = False

@@ -1,0 +1,296 @@
+"""The submissions of the attack suite (tests/test_grading_attacks.py), one notebook each.
+
+Each case is a base notebook of exercise 9, the recap quiz ("solved": the solution; "blank": the untouched
+student copy) with code cells added, and what the grader must make of it. The cheats are
+the ones an instructor met with the old grader (issue 15): forged passes inside the
+learner's interpreter, tampering with files and processes outside it, a hang, a memory hog.
+In the cells, the placeholders ROOT, SUBMISSIONS, OUT and CANARY are replaced by host
+paths (the repository, the folder of submissions, the CSV, a file no sandbox may create).
+
+`expect`: "full" (every question), "zero" (every question 0) or a number of points;
+`status`: the CSV status; `warning`/`reason`: a piece of text the row must hold.
+"""
+
+# Junk answers that a cheat hopes to get accepted: plausible types, wrong values.
+JUNK = '''
+def gpt2_parameters(n_layers, d_model, vocab, n_positions):
+    return 124_439_808
+
+def embedding_share(n_layers, d_model, vocab, n_positions):
+    return 0.3
+
+def crossover_length(d_model, ff_multiple):
+    return 1.0
+
+def kv_cache_gib(n_layers, n_kv_heads, d_head, n_tokens, bytes_per_number):
+    return 1.0
+
+def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):
+    return 1
+
+def longest_context(memory_gib, weights_gib, n_layers, n_kv_heads, d_head, bytes_per_number, n_requests):
+    return 1
+'''
+
+CASES = [
+    # ---- honest notebooks: full marks
+    dict(name="honest_solved", base="solved", cells=[], expect="full"),
+    dict(name="honest_lost_metadata", base="solved", cells=[], drop_metadata=True, expect="full",
+         warning="lost its otter metadata"),
+    dict(name="honest_raising_cell", base="solved", cells=["1 / 0"], expect="full",
+         warning="ZeroDivisionError"),
+    dict(name="honest_magics_and_prints", base="solved",
+         cells=["%matplotlib inline\n!ls /\nfor i in range(200_000):\n    print('working', i)"], expect="full"),
+
+    # ---- careless notebooks: a row each, the right reason
+    dict(name="careless_blank", base="blank", cells=[], expect="zero"),
+    dict(name="careless_raising", base="solved",
+         cells=["def longest_context(*args):\n    raise ValueError('not done yet')"], expect=5,
+         reason="ValueError: not done yet"),
+    dict(name="careless_wrong_type", base="solved",
+         cells=["def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return 'sixteen'"],
+         expect=5, reason="q5 (requests_that_fit)"),
+    dict(name="careless_endless_loop", base="solved", at=1, cells=["while True:\n    pass"], expect="zero",
+         status="timeout"),
+    dict(name="careless_c_loop", base="solved", at=1, cells=["sum(range(10**15))  # never releases the GIL"],
+         expect="zero", status="timeout"),
+    dict(name="careless_memory_hog", base="blank", at=1,
+         cells=["import numpy as np\nhog = np.ones((8, 2**27))  # 8 GiB"], expect="zero", warning="MemoryError"),
+    dict(name="careless_fork_bomb", base="blank", at=1, cells=['''
+import os, time
+children = 0
+for _ in range(300):
+    try:
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+        children += 1
+    except OSError:
+        break
+'''], expect="zero"),
+    dict(name="careless_exits", base="solved", cells=["import os\nos._exit(3)"], expect="zero", status="error",
+         reason="exit status 3"),
+    dict(name="careless_not_a_notebook", base=None, raw="this is not a notebook {", expect="zero", status="error",
+         reason="not a readable notebook"),
+
+    # ---- forged passes inside the learner's interpreter
+    dict(name="cheat_patch_otter", base="blank", cells=[JUNK, '''
+import otter
+otter.Notebook.check = lambda self, *a, **k: True
+try:
+    from otter.test_files import abstract_test
+    abstract_test.TestFile.score = property(lambda self: self.possible)
+    abstract_test.TestFile.passed_all = property(lambda self: True)
+except Exception:
+    pass
+'''], expect="zero"),
+    dict(name="cheat_patch_doctest", base="blank", cells=[JUNK, '''
+import doctest
+doctest.DocTestRunner.run = lambda self, *a, **k: doctest.TestResults(0, 1)
+doctest.DocTestRunner.summarize = lambda self, *a, **k: doctest.TestResults(0, 1)
+'''], expect="zero"),
+    dict(name="cheat_patch_pickle_and_json", base="blank", cells=[JUNK, '''
+import json, pickle
+real_dump = pickle.dump
+pickle.dump = lambda obj, f, *a, **k: real_dump({"q1": "passed", "score": 1.0}, f)
+json.dumps = lambda *a, **k: '{"done": true}'
+'''], expect="zero"),
+    dict(name="cheat_always_equal", base="blank", cells=['''
+class Anything:
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    def __float__(self): return 0.0
+    def __int__(self): return 0
+    def __len__(self): return 2
+    def __iter__(self): return iter([Anything(), Anything()])
+    def __getitem__(self, i): return Anything()
+    def __bool__(self): return True
+
+def gpt2_parameters(*a): return Anything()
+def embedding_share(*a): return Anything()
+def crossover_length(*a): return Anything()
+def kv_cache_gib(*a): return Anything()
+def requests_that_fit(*a): return Anything()
+def longest_context(*a): return Anything()
+'''], expect="zero"),
+    dict(name="cheat_float_subclass", base="blank", cells=['''
+import numpy as np
+
+class Float(float):
+    def __eq__(self, other): return True
+    def __array_function__(self, func, types, args, kwargs): return True
+    def __array_ufunc__(self, *a, **k): return True
+
+def gpt2_parameters(*a): return Float(0)
+def embedding_share(*a): return Float(0)
+def crossover_length(*a): return Float(0)
+def kv_cache_gib(*a): return Float(0)
+def requests_that_fit(*a): return Float(0)
+def longest_context(*a): return Float(0)
+'''], expect="zero"),
+    dict(name="cheat_numpy_allclose", base="blank", cells=[JUNK, '''
+import math
+import numpy as np
+np.allclose = np.isclose = np.array_equal = lambda *a, **k: True
+np.testing.assert_allclose = lambda *a, **k: None
+math.isclose = lambda *a, **k: True
+'''], expect="zero"),
+    dict(name="cheat_patch_caller_on_stack", base="blank", cells=['''
+import sys
+
+def _patch_callers():
+    """Walk up the call stack and replace whatever judges or prints the answers."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        g = frame.f_globals
+        for name in ("same", "check", "judge", "encode", "compare", "run", "_close"):
+            if callable(g.get(name)):
+                g[name] = lambda *a, **k: {"float": 1.0}
+        for name, value in list(frame.f_locals.items()):
+            if isinstance(value, dict) and "answer" in value:
+                value["answer"] = {"float": 1.0}
+        frame = frame.f_back
+
+def gpt2_parameters(*a): _patch_callers(); return 1
+def embedding_share(*a): _patch_callers(); return 0.5
+def crossover_length(*a): _patch_callers(); return 1.0
+def kv_cache_gib(*a): _patch_callers(); return 1.0
+def requests_that_fit(*a): _patch_callers(); return 1
+def longest_context(*a): _patch_callers(); return 1
+'''], expect="zero"),
+    dict(name="cheat_shadow_builtins", base="blank", cells=[JUNK, '''
+import builtins
+isinstance = lambda *a: True
+tuple = list
+builtins.isinstance = lambda *a: True
+builtins.type = lambda *a: float
+builtins.float = lambda *a: 1.0
+'''], expect="zero"),
+
+    # ---- no isolation: files, the grading channel, other processes
+    dict(name="cheat_forge_results_and_exit", base="blank", cells=[JUNK, '''
+import json, os
+forged = {"q1": 1.0, "q2": 1.0, "q3": 1.0, "q4": 1.0, "q5": 1.0, "q6": 1.0, "score": 6.0, "passed": True}
+for path in ("result.json", "/tmp/result.json", "/grading/result.json", "SUBMISSIONS/result.json"):
+    try:
+        with open(path, "w") as f:
+            json.dump(forged, f)
+    except OSError:
+        pass
+lines = "".join(json.dumps({"probe": i, "question": f"q{1 + i % 6}", "answer": {"float": 1.0}}) + "\\n"
+                for i in range(100)) + '{"done": true}\\n'
+for fd in range(0, 64):
+    try:
+        os.write(fd, lines.encode())
+    except OSError:
+        pass
+os._exit(0)
+'''], expect="zero"),
+    dict(name="cheat_code_in_results", base="blank", cells=[JUNK, '''
+import os, pickle
+
+class Payload:
+    def __reduce__(self):
+        return (open, ("CANARY", "w"))
+
+blob = pickle.dumps({"q1": Payload()})
+for fd in range(0, 64):
+    try:
+        os.write(fd, blob + b"\\n" + b'{"probe": 0, "answer": ' + b"[" * 100_000 + b"\\n")
+    except OSError:
+        pass
+'''], expect="zero"),
+    dict(name="cheat_rewrite_hidden_tests", base="blank", cells=[JUNK, '''
+import glob, os
+targets = ["/grading/probes.py", "/grading/grade_runner.py", *glob.glob("ROOT/autograder/*"),
+           *glob.glob("ROOT/solutions/*"), *glob.glob("ROOT/tools/*.py"), "ROOT/book/__init__.py"]
+for path in targets:
+    try:
+        with open(path, "w") as f:
+            f.write("PROBES = []  # written by cheat_rewrite_hidden_tests\\n")
+    except OSError:
+        pass
+for path in ("/grading/probes.py",):
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+'''], expect="zero"),
+    dict(name="cheat_run_the_solution", base="blank", cells=[JUNK, '''
+import glob, json, os, re, zipfile
+found = []
+for pattern in ("ROOT/solutions/*.md", "ROOT/autograder/*.zip", "/grading/*", "/work/*/solutions/*.md"):
+    found += glob.glob(pattern)
+for path in found:
+    try:
+        if path.endswith(".zip"):
+            with zipfile.ZipFile(path) as z:
+                nb = json.loads(z.read("grading/solution.ipynb"))
+            code = "\\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        else:
+            code = open(path).read()
+        for block in re.findall(r"```\\{code-cell\\} ipython3\\n(def .*?)```", code, flags=re.S) or [code]:
+            try:
+                exec(block, globals())
+            except Exception:
+                pass
+    except Exception:
+        pass
+'''], expect="zero"),
+    dict(name="cheat_copy_other_submissions", base="blank", cells=[JUNK, '''
+import glob, json
+for path in sorted(glob.glob("SUBMISSIONS/*.ipynb")):
+    try:
+        nb = json.load(open(path))
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                try:
+                    exec("".join(cell["source"]), globals())
+                except Exception:
+                    pass
+    except Exception:
+        pass
+'''], expect="zero"),
+    dict(name="cheat_overwrite_other_student", base="blank", cells=[JUNK, '''
+import glob, json
+blank = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+for path in glob.glob("SUBMISSIONS/*.ipynb") + ["SUBMISSIONS/honest_solved.ipynb"]:
+    try:
+        with open(path, "w") as f:
+            json.dump(blank, f)
+    except OSError:
+        pass
+'''], expect="zero"),
+    dict(name="cheat_background_rewrites_csv", base="blank", cells=[JUNK, '''
+import os, subprocess, sys, time
+script = (
+    "import time\\n"
+    "time.sleep(3)\\n"
+    "for path in ('OUT', 'CANARY'):\\n"
+    "    try:\\n"
+    "        open(path, 'a').write('cheat_background_rewrites_csv.ipynb,1,1,1,1,1,5,5,graded,,,0\\\\n')\\n"
+    "    except OSError:\\n"
+    "        pass\\n"
+    "time.sleep(60)  # attack-suite-background-marker\\n"
+)
+try:
+    subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+except OSError:
+    pass
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        exec(script)
+    os._exit(0)
+'''], expect="zero"),
+    dict(name="cheat_network", base="blank", cells=[JUNK, '''
+import socket
+for host, port in (("1.1.1.1", 53), ("pypi.org", 443), ("127.0.0.1", 8888)):
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        open("CANARY", "w").write("network reached " + host)
+    except OSError:
+        pass
+'''], expect="zero"),
+]

@@ -1,0 +1,57 @@
+"""The student release (`make release`, tools/release.py) holds no solution line and no hidden test."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import release  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    out = tmp_path_factory.mktemp("release") / "course"
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "release.py"), str(out)], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return out
+
+
+def test_release_keeps_what_learners_need(released):
+    for rel in ("chapters", "exercises", "book/__init__.py", "book/tiny.py", "_config.yml", "_toc.yml",
+                "requirements.txt", "binder"):
+        assert (released / rel).exists(), f"the release lacks {rel}"
+    assert sorted(p.name for p in (released / "exercises").glob("*.ipynb")) == \
+        sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
+
+
+def test_release_has_no_instructor_files(released):
+    for folder in ("solutions", "autograder", "tests", "tools", ".ci"):
+        assert not (released / folder).exists(), f"the release holds {folder}/"
+    assert not list(released.rglob("*.zip")), "the release holds a zip"
+
+
+def test_release_holds_no_solution_line_or_hidden_test(released):
+    secrets = release.secret_lines()
+    assert len(secrets) > 50, "too few solution and hidden-test lines found in solutions/ to check anything"
+    assert not release.leaks(released), release.leaks(released)[:3]
+
+
+def test_the_leak_check_finds_a_leak(tmp_path):
+    """The check above can fail: a release with one master copied in is caught."""
+    shutil.copy(ROOT / "solutions" / "04_kv_cache.md", tmp_path / "notes.md")
+    found = release.leaks(tmp_path)
+    assert found and {f for f, _ in found} == {"notes.md"}
+
+
+def test_release_refuses_a_folder_that_is_not_empty(tmp_path):
+    (tmp_path / "old.txt").write_text("keep me")
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "release.py"), str(tmp_path)], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode != 0 and "is not empty" in run.stderr and "Traceback" not in run.stderr
+    assert (tmp_path / "old.txt").read_text() == "keep me"
