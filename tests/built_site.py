@@ -1,12 +1,16 @@
 """The built website, for the tests that read it (links) or open it in a browser.
 
 The pages and their order come from _toc.yml at run time, so the tests follow the chapters that exist.
-The site is the one `make book` writes into _build/html; `ensure_built()` builds it only when it is
-missing or older than its sources (tests/conftest.py runs tests/test_build.py first, so a full run builds once).
+The site is the one `make book` writes into _build/html. The build command is written here once: `make book`
+runs this file (`python tests/built_site.py`), tests/test_build.py and tools/bench.py call `build()`.
+`ensure_built()` builds only when the site is missing, older than its sources, or its last build (recorded
+in _build/build-result.json) had warnings, so a full `make test` after `make book` builds nothing, and a
+test run builds at most once.
 """
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import subprocess
@@ -23,10 +27,28 @@ ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = Path(os.environ.get("BOOK_BUILD_DIR", ROOT))
 HTML = OUTPUT / "_build" / "html"
 JB = Path(sys.executable).parent / "jupyter-book"
+RESULT = OUTPUT / "_build" / "build-result.json"  # the verdict of the last build: ok, and its warnings
+
+
+def command(output=OUTPUT):
+    """The build of `make book`: warnings are errors, keep going to report them all, into `output`/_build."""
+    return [str(JB), "build", ".", "-n", "-W", "--keep-going", "--path-output", str(output)]
 
 
 def config():
     return yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def binder_url(path):
+    """The Binder address that opens `path` (a repository file) in JupyterLab: the one function the site's
+    {binder} role uses (_ext/binder_link.py), fed from _config.yml as jupyter-book feeds the theme."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from binder_link import binder_url as url
+
+    cfg = config()
+    theme = {"repository_url": cfg["repository"]["url"], "repository_branch": cfg["repository"].get("branch", "main"),
+             "launch_buttons": cfg["launch_buttons"]}
+    return url(theme, path)
 
 
 def _files(entries):
@@ -67,27 +89,46 @@ def _inputs():
 
 
 def is_stale():
-    """True when the site is missing a page or a source changed after the last build."""
+    """True when the site is missing a page, a source changed after the last build, or that build failed."""
     pages = [HTML / f"{p}.html" for p in toc_pages()]
-    if not all(p.exists() for p in pages):
+    if not all(p.exists() for p in pages) or not RESULT.exists():
         return True
-    built = max(p.stat().st_mtime for p in HTML.rglob("*.html"))
-    return max(p.stat().st_mtime for p in _inputs()) > built
+    if not json.loads(RESULT.read_text()).get("ok"):
+        return True
+    return max(p.stat().st_mtime for p in _inputs()) > RESULT.stat().st_mtime
 
 
-def build():
-    """Run the build of `make book`; return (ok, the warnings or the end of the log)."""
-    run = subprocess.run([str(JB), "build", ".", "-n", "-W", "--keep-going", "--path-output", str(OUTPUT)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=3600)
-    log = run.stdout + run.stderr
-    warnings = [ln for ln in log.splitlines() if re.search(r"\b(WARNING|ERROR)\b", ln) and "IPKernelApp" not in ln]
-    return run.returncode == 0 and not warnings, "\n".join(warnings) or log[-3000:]
+def warnings_in(log):
+    return [ln for ln in log.splitlines() if re.search(r"\b(WARNING|ERROR)\b", ln) and "IPKernelApp" not in ln]
+
+
+def build(output=OUTPUT, echo=False, env=None):
+    """Run the build of `make book` into `output`; return (ok, the warnings or the end of the log).
+
+    With echo, the log is also printed line by line as it comes (as `make book` shows it)."""
+    proc = subprocess.Popen(command(output), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if echo:
+            print(line, end="", flush=True)
+    proc.wait(timeout=3600)
+    log = "".join(lines)
+    warnings = warnings_in(log)
+    ok = proc.returncode == 0 and not warnings
+    result = Path(output) / "_build" / "build-result.json"
+    if result.parent.exists():
+        result.write_text(json.dumps({"ok": ok, "warnings": warnings}, indent=1))
+    return ok, "\n".join(warnings) or log[-3000:]
 
 
 @functools.cache
 def ensure_built():
     """Build the site if it is stale; at most once per test run. Returns (ok, message)."""
-    return build() if is_stale() else (True, "")
+    if not is_stale():
+        return True, ""
+    return build()
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -107,3 +148,10 @@ def serve(folder):
     finally:
         server.shutdown()
         server.server_close()
+
+
+if __name__ == "__main__":  # `make book`
+    ok, message = build(echo=True)
+    if not ok:
+        sys.exit(f"\nthe book does not build cleanly:\n{message}")
+    print("The website is in _build/html: open _build/html/index.html in a browser.")

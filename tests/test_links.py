@@ -79,9 +79,7 @@ def test_notebook_page_offers_its_notebook_for_download(site, page):
 def test_binder_links_open_files_of_the_repository(site):
     """Every Binder link of the site (chapter launch buttons and {binder} links, e.g. to the exercises)
     opens, in JupyterLab, a file that exists in the repository, on the repository and branch of _config.yml."""
-    cfg = built_site.config()
-    owner_repo = cfg["repository"]["url"].removeprefix("https://github.com/").strip("/")
-    prefix = f"{cfg['launch_buttons']['binderhub_url'].rstrip('/')}/v2/gh/{owner_repo}/{cfg['repository']['branch']}?urlpath=lab/tree/"
+    prefix = built_site.binder_url("")
     bad = []
     for page in sorted(site.rglob("*.html")):
         if "_static" in page.relative_to(site).parts:
