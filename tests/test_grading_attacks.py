@@ -200,3 +200,16 @@ def test_grade_command_explains_bad_input(tmp_path):
     assert empty.returncode != 0 and "holds no .ipynb files" in empty.stderr
     for result in (unknown, empty):
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_torch_exercise_gets_full_marks_in_the_sandbox(tmp_path):
+    """PyTorch runs within the sandbox's limits: a solved notebook of exercise 5 (the seeded sampler) scores full
+    marks through the same batch as learners' notebooks."""
+    if not sandbox.bwrap_path():
+        _unavailable(sandbox.INSTALL_HINT)
+    name = "05_sampling"
+    zip_path = ROOT / "autograder" / f"{name}.zip"
+    with zipfile.ZipFile(zip_path) as z:
+        (tmp_path / "solved.ipynb").write_bytes(z.read("grading/solution.ipynb"))
+    [row] = grade.grade_folder(zip_path, tmp_path, tmp_path / "out" / "grades.csv", timeout=120, jobs=1, report=None)
+    assert row["status"] == "graded" and row["total"] == row["possible"] == 6, row["reason"] or row["warnings"]

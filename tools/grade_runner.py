@@ -40,6 +40,13 @@ def _stub_otter():
     sys.modules["otter"] = otter
 
 
+class _Anything:
+    """Stands in for IPython's shell in a plain interpreter: every attribute is a function doing nothing."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
 def _python_source(source):
     """A cell's code without IPython's magics and shell escapes (`%...`, `!...`), which plain Python cannot run."""
     if source.lstrip().startswith("%%"):
@@ -110,7 +117,8 @@ def main(notebook_path, probes_path, with_args=False):
     _stub_otter()
     with open(notebook_path, encoding="utf-8") as f:
         notebook = json.load(f)
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__, "display": lambda *a, **k: None,
+                 "get_ipython": lambda: _Anything()}
     cells = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
     for i, cell in enumerate(cells):
         source = cell.get("source", "")
