@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # requirements-dev.txt adds the website build, the tests and the formatter, and includes the first.
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup book test bench golden exercises grade clean pdf release
+.PHONY: setup book test bench golden exercises grade release clean pdf
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,9 +16,9 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 
 setup: $(STAMP)
 
+# the build command (jupyter-book build . -n -W --keep-going) is written once, in tests/built_site.py
 book: setup
-	$(BIN)/jupyter-book build . -n -W --keep-going
-	@echo "The website is in _build/html: open _build/html/index.html in a browser."
+	$(BIN)/python tests/built_site.py
 
 test: setup
 	$(BIN)/python -m pytest
