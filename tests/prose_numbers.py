@@ -21,30 +21,34 @@ THE RULE (printed by `describe_rule()` and in every failure message):
    0, 1 and 2 inside a formula (math holding a variable, as $n(n+1)/2$); literal blocks (```sh); and the
    chapter's *defining constants*, each a short phrase listed in `prose_constants.py` with its reason
    (e.g. "adds up to 1"): the number is exempt only inside that exact phrase, so "adds up to 2" is checked.
+5. An ambiguous figure needs its label. When the cells in scope also print a value one slip away from a
+   stated figure (a decimal, or an integer of three digits or more) -- its last digit one up or down, or its
+   decimal point moved one place: 0.197 and 0.198, 100 and 1,000 -- the value alone does not tie it. It must
+   then be printed in an output *segment* (a line cut at ";", "|" and ", ") that labels it: the segment
+   shares a label word (two letters or more, stemmed, not a stop word or a unit) with the prose sentence
+   that states the figure, and when the prose writes a unit right after the figure (nats, tokens, GiB, us,
+   times, requests, ...) the segment writes the same unit after it, or none. A printed list or array
+   ([0.198 0.126 ...]) and a row of bare numbers label nothing. A literal ties it when its line of code
+   shares a label word with the sentence. Print such a figure with its label, as the house style does:
+   print(f"held-out loss: {loss:.2f} nats").
 """
 from __future__ import annotations
 
 import ast
-import csv
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import jupytext
-import nbformat
 
+from book.source_figures import ROWS as SOURCE_FIGURES
+from notebooks import CHAPTERS, ERRATUM, code_cells, output_text, read_golden
 from prose_constants import DEFINING
-
-ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = ROOT / "chapters"
-GOLDEN = ROOT / "tests" / "golden"
 
 # A number as it is written, with its sign: 1,000 or -0.933 or −2.61; not part of a word or a version.
 NUMBER = re.compile(r"(?<![\w.])([-+\u2212]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d)")
 CROSS_REFERENCE = re.compile(r"\b(?:chapters?|sections?)\s+$", re.IGNORECASE)
 CITATION_YEAR = re.compile(r"\([A-Z][^()]*?,\s*$")
 ROLE_OR_LINK = re.compile(r"\{\w+\}`[^`]*`|\]\([^)]*\)|^\([\w-]+\)=$", re.MULTILINE)
-ERRATUM = re.compile(r"^(:::+|```+)\{admonition\} Erratum.*?^\1\s*$", re.MULTILINE | re.DOTALL)
 HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 FIGURE_REPR = re.compile(r"^<(Figure|matplotlib\.|Axes)[^>]*>$")
 FENCE = re.compile(r"^(`{3,}|~{3,}|:{3,})")
@@ -71,32 +75,24 @@ def is_figure(value):
     return "." in digits or len(digits) >= 3
 
 
-def code_literals(source):
-    """Canonical signed forms of the numeric literals of a code cell (its inputs); 2.0 also counts as 2."""
-    lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+def code_literals(source, where=None):
+    """Canonical signed forms of the numeric literals of a code cell (its inputs); 2.0 also counts as 2.
+    `where`, a dict, receives for each literal the source lines that hold it."""
+    lines = [ln if not ln.lstrip().startswith(("%", "!")) else "" for ln in source.splitlines()]
     found = set()
     for node in ast.walk(ast.parse("\n".join(lines))):
         sign = ""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
             node, sign = node.operand, "-"
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            found.add(sign + (repr(node.value) if isinstance(node.value, float) else str(node.value)))
+            forms = {sign + (repr(node.value) if isinstance(node.value, float) else str(node.value))}
             if isinstance(node.value, float) and node.value.is_integer() and abs(node.value) < 1e15:
-                found.add(sign + str(int(node.value)))
+                forms.add(sign + str(int(node.value)))
+            found |= forms
+            if where is not None:
+                for form in forms:
+                    where.setdefault(form, []).append(lines[node.lineno - 1])
     return found
-
-
-def output_text(cell):
-    """All text a code cell printed or returned (images excluded)."""
-    parts = []
-    for out in cell.get("outputs", []):
-        if out.output_type == "stream":
-            parts.append(out.text)
-        elif out.output_type in ("execute_result", "display_data"):
-            parts.append(out.get("data", {}).get("text/plain", ""))
-        elif out.output_type == "error":
-            parts.append(f"{out.ename}: {out.evalue}")
-    return "\n".join(parts)
 
 
 @dataclass
@@ -116,9 +112,21 @@ class Cell:
     section: int
     printed: dict  # canonical number -> the first output line that prints it
     literals: set
+    labels: dict = field(default_factory=dict)  # canonical number -> label words of each segment printing it
+    units: dict = field(default_factory=dict)  # canonical number -> the words printed right after it
+    unitlist: dict = field(default_factory=dict)
+    literal_labels: dict = field(default_factory=dict)  # canonical literal -> label words of its source lines
 
-    def vouches(self, value):
-        return value in self.printed or value in self.literals
+    def vouches(self, value, context=None):
+        """The cell prints `value` or has it as a literal; a figure, given the words of the prose sentence
+        that states it (`context`), must be printed by a labelled segment sharing a word with that sentence."""
+        if context is None or not is_figure(value):
+            return value in self.literals or value in self.printed
+        words, unit = context
+        if any(w & words for w in self.literal_labels.get(value, ())):
+            return True
+        return any(w & words and (not unit or u in (unit, ""))
+                   for u, w in zip(self.unitlist.get(value, ()), self.labels.get(value, ())))
 
 
 @dataclass(frozen=True)
@@ -176,19 +184,8 @@ class Problem:
 # reading a chapter
 
 
-def source_figures():
-    """Rows of the source-figure table, wherever it lives (book/data/ or tests/)."""
-    rows = []
-    for folder in (ROOT / "book" / "data" / "source_figures", ROOT / "tests" / "source_figures"):
-        for path in sorted(folder.glob("*.csv")):
-            with path.open(newline="") as f:
-                rows += list(csv.DictReader(f))
-    return rows
-
-
 def golden_code_cells(name):
-    nb = nbformat.read(GOLDEN / f"{name}.ipynb", as_version=4)
-    return [c for c in nb.cells if c.cell_type == "code"]
+    return code_cells(read_golden(name))
 
 
 def read(name, text=None, golden=None):
@@ -271,15 +268,31 @@ def read(name, text=None, golden=None):
                     key = None
             paragraph += 1
             _check_metadata(name, code_index, cell, [ln for ln in lines if start < ln.number <= header_end])
-            printed = {}
+            printed, labels, units, unitlist = {}, {}, {}, {}
+            heading = frozenset()
             for out_line in output_text(gold).splitlines():
                 if FIGURE_REPR.match(out_line.strip()):  # "<Figure size 700x300 with 1 Axes>" is no figure
                     continue
                 for value, _, _ in numbers_in(out_line):
                     printed.setdefault(value, out_line.strip())
+                for segment in segments(out_line):
+                    words = label_words(NUMBER.sub(" ", LIST.sub(" ", segment)))
+                    if LIST.search(segment) and LISTS_UNLABELLED:
+                        words = frozenset()
+                    if not words and INHERIT_HEADING:  # a bare row: labelled by the line that heads it
+                        words = heading
+                    elif words:
+                        heading = words
+                    for value, _, span in numbers_in(segment):
+                        labels.setdefault(value, []).append(words)
+                        units.setdefault(value, set()).add(unit_after(segment, span[1]))
+                        unitlist.setdefault(value, []).append(unit_after(segment, span[1]))
             plumbing = "hide-input" in cell.metadata.get("tags", []) and PLOT_LITERALS_EXCLUDED
-            cells.append(Cell(code_index, start + 1, len(sections) - 1, printed,
-                              set() if plumbing else code_literals(cell.source)))
+            where = {}
+            literals = set() if plumbing else code_literals(cell.source, where)
+            literal_labels = {v: [label_words(re.sub(r"[_\W\d]+", " ", src)) for src in srcs] for v, srcs in where.items()}
+            cells.append(Cell(code_index, start + 1, len(sections) - 1, printed, literals, labels, units, unitlist,
+                              literal_labels))
             cursor = body_end + 1
     for s in sections:
         below = [t.index for t in sections[s.index + 1:]]
@@ -289,7 +302,7 @@ def read(name, text=None, golden=None):
         s.parents = tuple(t.index for t in sections if t.level > 1 and t.index != s.index and s.index in t.within)
     erratum = {n for m in ERRATUM.finditer(text)
                for n in range(text.count("\n", 0, m.start()) + 1, text.count("\n", 0, m.end()) + 2)}
-    quoted = {r["source_text"].replace(",", "") for r in source_figures() if r["chapter"] == name and r["course_text"]}
+    quoted = {r["source_text"].replace(",", "") for r in SOURCE_FIGURES if r["chapter"] == name and r["course_text"]}
     return Chapter(name, lines, cells, sections, erratum, quoted)
 
 
@@ -357,6 +370,8 @@ def nearest(chapter, section_ids, line_number):
     return sorted(((c, abs(c.line - line_number)) for c in cells), key=lambda cd: (cd[1], cd[0].line))
 
 
+LABELS = True
+INHERIT_HEADING = False
 SECTION_LEVEL = None
 INHERIT = True
 PLOT_LITERALS_EXCLUDED = False  # literals of hide-input plot cells count: alt texts describe their axes
@@ -401,6 +416,101 @@ def local_cells(chapter, section_id, paragraph_lines):
     raise ValueError(kind)
 
 
+SEGMENT = re.compile(r";|\||,\s")
+SENTENCE_END = re.compile(r"[.!?;](?=\s)")
+WORD = re.compile(r"[a-z\u00b5][a-z\u00b5'\-]*")
+STOP = set("""the and for with from that this these those are its was were per one each all not but into than
+then has have had who which what when where while there their them they our you your can could would will
+about over under after before only also more most less least same other just out off now how why very much
+many any some such both either nor yet own here been being does did done get gets got let lets may might
+shall should must use used uses using of to in on at is it as an by or be we if no so up do he she me my us""".split())
+UNITS = set("nat token time gib mib kib tib byte us ms".split())
+
+
+UNIT = re.compile(r"\s*(%|[A-Za-z\u00b5][A-Za-z\u00b5/]*)")
+MODE_UNIT, MODE_LABEL, UNIT_IN_LABEL = True, False, False
+
+
+def unit_after(text, end):
+    """The word written right after a number ('nats' in '0.61 nats', '%' in '32%'), singular, lower case; or ''."""
+    m = UNIT.match(text, end)
+    if not m:
+        return ""
+    w = m.group(1).lower().split("/")[0]
+    w = {"\u00b5s": "us"}.get(w, w)
+    w = w[:-1] if w.endswith("s") and len(w) > 3 else w
+    return w if w in UNITS_LIST else ""
+
+
+UNITS_LIST = set("""nat token time gib mib kib tib gb tb mb kb byte us ms % operation request conversation parameter
+position step trial word million billion flop vector pair head layer episode passe pass""".split())
+
+
+AMBIGUITY_ONLY = True
+CONTEXT = 'sentence'
+SUMMARY_LABELS = True
+LISTS_UNLABELLED = True
+LIST = re.compile(r"[\[(][^\])]*\d[^\])]*\d[^\])]*[\])]")  # a printed list or array of numbers
+
+
+def slips(value):
+    """The values one slip of a digit makes of `value`: its last digit one up or down, or the decimal point moved
+    by one place (x10, /10): '0.197' -> {'0.196', '0.198', '1.970', '0.0197'}; '100' -> {'99', '101', '1000', '10'}."""
+    sign, digits = ("-", value[1:]) if value.startswith("-") else ("", value)
+    whole, _, frac = digits.partition(".")
+    n, places = int(whole + frac), len(frac)
+    def write(k, p):
+        text = str(k).rjust(p + 1, "0")
+        return sign + (text[:-p] + "." + text[-p:] if p else text)
+    out = {write(n - 1, places), write(n + 1, places), write(n * 10, places)}
+    if places:
+        out.add(write(n, places + 1))
+    elif n % 10 == 0:
+        out.add(write(n // 10, 0))
+    return {v for v in out if not v.lstrip("-").startswith("-")} - {value}
+
+
+def segments(out_line):
+    """The parts of an output line that label their own numbers: split at ';' and '|'."""
+    return [part for part in SEGMENT.split(out_line) if part.strip()]
+
+
+def stem(word):
+    """A crude stem, enough to match 'fits' with 'fit', 'scaled' with 'scale', 'tokens' with 'token'."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            return word[: -len(suffix)]
+    return word
+
+
+def label_words(text):
+    """The label words of a text: words of two letters or more, lower case, stemmed, no stop words or units."""
+    words = set()
+    for w in WORD.findall(text.lower()):
+        w = w.strip("'-")
+        if len(w) < 2 or w in STOP:
+            continue
+        w = stem(w)
+        if w not in UNITS and w not in STOP:
+            words.add(w)
+    return frozenset(words)
+
+
+def sentence_words(para, line, offset):
+    """The label words of the sentence of paragraph `para` that holds the number at `offset` of `line`."""
+    text, start = "", 0
+    for ln in para:
+        if ln is line or ln.number == line.number:
+            start = len(text) + offset
+        text += ln.text + " "
+    clean = ROLE_OR_LINK.sub(lambda m: " " * len(m.group(0)), text)
+    begin = max((m.end() for m in SENTENCE_END.finditer(clean, 0, start)), default=0)
+    end = next((m.end() for m in SENTENCE_END.finditer(clean, start)), len(clean))
+    if CONTEXT == "paragraph":
+        begin, end = 0, len(clean)
+    return label_words(NUMBER.sub(" ", clean[begin:end]))
+
+
 def problems(chapter, only=None):
     """Every stated number that the rule does not tie to a code cell, as Problems."""
     found = []
@@ -410,26 +520,30 @@ def problems(chapter, only=None):
             by_paragraph.setdefault(line.paragraph, []).append(line)
     has_cells = {c.section for c in chapter.cells if printing(c)}
     for para in by_paragraph.values():
-        stated = [(line, value) for line in para for value, _, _ in stated_numbers(chapter, line)[0]]
+        stated = [(line, value, (sentence_words(para, line, offset), unit_after(line.text, NUMBER.match(line.text, offset).end())) if LABELS else None)
+                  for line in para for value, offset, _ in stated_numbers(chapter, line)[0]]
         if not stated:
             continue
         section = chapter.sections[para[0].section]
         if has_cells & ({section.index} | set(section.parents)):  # rule 2: the cells of the same section
             pool, scope = local_cells(chapter, section.index, para), f'no code cell of its section "{section.title}"'
         else:  # rule 3: sections that print at least two of the paragraph's numbers (or its only one)
-            need = min(2, len({v for _, v in stated}))
+            need = min(2, len({v for _, v, _ in stated}))
             eligible = []
             for candidate in chapter.sections:
                 if candidate.level != 2:
                     continue
                 cells = [c for c in chapter.cells if c.section in set(candidate.within)]
-                if len({v for _, v in stated if any(c.vouches(v) for c in cells)}) >= need:
+                if len({v for _, v, w in stated if any(c.vouches(v, w) for c in cells)}) >= need:
                     eligible.append(candidate)
             pool = [c for c in chapter.cells if any(c.section in t.within for t in eligible)]
             names = ", ".join(f'"{t.title}"' for t in eligible) or "none"
             scope = (f"no section that prints at least {need} of the paragraph's numbers ({names})")
-        for line, value in stated:
-            if not any(c.vouches(value) for c in pool):
+        printed_here = set().union(*[c.printed for c in pool]) if pool else set()
+        for line, value, words in stated:
+            if (AMBIGUITY_ONLY and not (slips(value) & printed_here)) or (not SUMMARY_LABELS and scope.startswith("no section")):
+                words = None  # no neighbouring value printed nearby: the value alone ties it
+            if not any(c.vouches(value, words) for c in pool):
                 near = sorted(((c, abs(c.line - line.number)) for c in pool), key=lambda cd: (cd[1], cd[0].line))
                 found.append(Problem(chapter.name, line.number, value, line.text, scope, near))
     return found
