@@ -134,10 +134,9 @@ class _Cgroup:
     def active(self):
         return bool(self.dirs)
 
-    def enter(self):
-        """Move the calling process into the cgroup (runs in the child, before exec)."""
-        for d in self.dirs:
-            (d / "cgroup.procs").write_text(str(os.getpid()))
+    @property
+    def procs_files(self):
+        return [str(d / "cgroup.procs") for d in self.dirs]
 
     def kill_all(self):
         for _ in range(50):
@@ -201,9 +200,14 @@ def run(argv, grading_dir, output_dir, timeout, memory_bytes=MEMORY_BYTES, max_p
     stdout, stderr = output_dir / "stdout", output_dir / "stderr"
     cmd = command(argv, grading_dir, extra_env)
     cgroup = _Cgroup(memory_bytes, max_processes)
+    procs_files = cgroup.procs_files
 
     def in_child():
-        cgroup.enter()
+        pid = str(os.getpid()).encode()
+        for path in procs_files:
+            fd = os.open(path, os.O_WRONLY)
+            os.write(fd, pid)
+            os.close(fd)
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BYTES, FILE_BYTES))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
