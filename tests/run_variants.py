@@ -1,14 +1,16 @@
-"""Run tools/grade_runner.py on several trusted notebooks of one exercise, fast, for tests/test_exercises.py.
+"""Run tools/grade_runner.py on many trusted notebooks, fast, for tests/test_exercises.py.
 
-    python tests/run_variants.py PROBES.py OUT_DIR TIMEOUT NOTEBOOK.ipynb [NOTEBOOK.ipynb ...]
+    python tests/run_variants.py JOBS.json
 
-The notebooks graded by test_exercises.py are ours (the solution, the blank student copy,
+JOBS.json lists runs `{"probes": PROBES.py, "notebook": NB.ipynb, "out": OUT, "with_args": bool}`.
+The notebooks graded by test_exercises.py are ours (solutions, blank student copies,
 planted wrong answers), not learners', so they need no sandbox: this process imports
-numpy, torch and book once, then forks one child per notebook, which runs the grader's own
-runner and writes what it prints to OUT_DIR/<notebook stem>.out (the first notebook's run
-also prints the arguments of each probe, as the reference run does). The sandbox itself
-is tested by tests/test_grading_attacks.py.
+numpy, torch and book once, then forks one child per run, two at a time, which runs the
+grader's own runner and writes what it prints to OUT. A child that takes longer than the
+time limit is killed (its OUT then lacks the final "done" line). The sandbox itself is
+tested by tests/test_grading_attacks.py.
 """
+import json
 import os
 import signal
 import sys
@@ -25,30 +27,39 @@ import book.tiny  # noqa: E402,F401
 import grade_runner  # noqa: E402
 
 torch.set_num_threads(1)
+PARALLEL = 2
+TIMEOUT = 120  # seconds per run
 
 
-def main(probes, out_dir, timeout, notebooks):
-    for k, notebook in enumerate(notebooks):
-        out = Path(out_dir) / f"{Path(notebook).stem}.out"
-        pid = os.fork()
-        if pid == 0:
-            try:
-                fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                os.dup2(fd, 1)
-                grade_runner.main(notebook, probes, with_args=(k == 0))
-            finally:
-                os._exit(1)
-        deadline = time.monotonic() + timeout
-        while True:
+def start(job):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fd = os.open(job["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.chdir(Path(job["out"]).parent)
+            grade_runner.main(job["notebook"], job["probes"], with_args=job.get("with_args", False))
+        finally:
+            os._exit(1)
+    return pid
+
+
+def main(spec):
+    pending = list(json.loads(Path(spec).read_text()))
+    running = {}  # pid -> deadline
+    while pending or running:
+        while pending and len(running) < PARALLEL:
+            running[start(pending.pop(0))] = time.monotonic() + TIMEOUT
+        for pid, deadline in list(running.items()):
             done, _ = os.waitpid(pid, os.WNOHANG)
             if done:
-                break
-            if time.monotonic() > deadline:
+                del running[pid]
+            elif time.monotonic() > deadline:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-                break
-            time.sleep(0.01)
+                del running[pid]
+        time.sleep(0.005)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4:])
+    main(sys.argv[1])

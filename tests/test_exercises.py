@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import ast
 import copy
+import json
 import re
 import subprocess
 import sys
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jupytext
@@ -33,7 +33,7 @@ import judge  # noqa: E402
 import make_exercises  # noqa: E402
 
 NAMES = make_exercises.exercise_names()
-RUN_TIMEOUT = 120  # seconds for one notebook's run (a solved one takes about a second after the imports)
+RUN_TIMEOUT = 120  # seconds for one notebook's run in tests/run_variants.py (a solved one takes about a second)
 
 # Planted wrong answers, two per question. The first of each pair hard-codes the
 # value its public test expects (so a learner would see the public test pass), and the hidden
@@ -174,9 +174,9 @@ def _solution_notebook(zip_path):
         return nbformat.reads(z.read("grading/solution.ipynb").decode(), as_version=4)
 
 
-def _grade_variants(name, root):
-    """Run the solution (as the reference, then as a submission), the student copy and the planted wrong
-    answers of one exercise; return {kind: row-like dict of verdicts}."""
+def _variants(name, root):
+    """Write the notebooks run for one exercise: the solution (as the reference, then as a submission), the
+    student copy and the planted wrong answers. Returns (exercise, {kind: run job})."""
     zip_path = root / "autograder" / f"{name}.zip"
     exercise = grade.load_exercise(zip_path)
     folder = root / "variants" / name
@@ -186,25 +186,33 @@ def _grade_variants(name, root):
                  "blank": nbformat.read(root / "exercises" / f"{name}.ipynb", as_version=4)}
     for k in range(2):
         notebooks[f"wrong{k}"] = _with_cells(solved, [v[k] for v in WRONG.get(name, {}).values()])
+    (folder / "probes.py").write_text(exercise.probes)
+    jobs = {}
     for kind, nb in notebooks.items():
         nbformat.write(nb, folder / f"{kind}.ipynb")
-    (folder / "probes.py").write_text(exercise.probes)
-    subprocess.run([sys.executable, str(ROOT / "tests" / "run_variants.py"), str(folder / "probes.py"), str(folder),
-                    str(RUN_TIMEOUT), *(str(folder / f"{kind}.ipynb") for kind in notebooks)],
-                   check=True, timeout=RUN_TIMEOUT * len(notebooks), cwd=folder)
-    runs = {kind: grade._read_output(folder / f"{kind}.out") for kind in notebooks}
-    reference = grade.reference_from_run(exercise, runs.pop("reference"))
-    questions_of = grade.probe_functions(exercise, reference)
-    return {"exercise": exercise, "reference": reference, "questions_of": questions_of,
-            **{kind: {"run": run, "verdicts": grade.judge_run(exercise, reference, questions_of, run)}
-               for kind, run in runs.items()}}
+        jobs[kind] = {"probes": str(folder / "probes.py"), "notebook": str(folder / f"{kind}.ipynb"),
+                      "out": str(folder / f"{kind}.out"), "with_args": kind == "reference"}
+    return exercise, jobs
 
 
 @pytest.fixture(scope="session")
 def graded(regenerated):
-    """{name: the verdicts of every variant}, two exercises at a time."""
-    with ThreadPoolExecutor(2) as pool:
-        return dict(zip(NAMES, pool.map(lambda n: _grade_variants(n, regenerated), NAMES)))
+    """{name: the reference and the verdicts of every variant}; every run forked from one process that imported
+    torch once (tests/run_variants.py), two at a time."""
+    variants = {name: _variants(name, regenerated) for name in NAMES}
+    spec = regenerated / "variants" / "jobs.json"
+    spec.write_text(json.dumps([job for _, jobs in variants.values() for job in jobs.values()]))
+    subprocess.run([sys.executable, str(ROOT / "tests" / "run_variants.py"), str(spec)], check=True,
+                   timeout=RUN_TIMEOUT * 10)
+    out = {}
+    for name, (exercise, jobs) in variants.items():
+        runs = {kind: grade._read_output(Path(job["out"])) for kind, job in jobs.items()}
+        reference = grade.reference_from_run(exercise, runs.pop("reference"))
+        questions_of = grade.probe_functions(exercise, reference)
+        out[name] = {"exercise": exercise, "reference": reference, "questions_of": questions_of,
+                     **{kind: {"run": run, "verdicts": grade.judge_run(exercise, reference, questions_of, run)}
+                        for kind, run in runs.items()}}
+    return out
 
 
 def test_there_are_exercises():
