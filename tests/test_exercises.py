@@ -29,7 +29,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
-import judge  # noqa: E402
 import make_exercises  # noqa: E402
 
 NAMES = make_exercises.exercise_names()

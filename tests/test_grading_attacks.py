@@ -22,7 +22,6 @@ import csv
 import hashlib
 import math
 import os
-import shutil
 import sys
 import time
 import zipfile
@@ -213,3 +212,33 @@ def test_a_torch_exercise_gets_full_marks_in_the_sandbox(tmp_path):
         (tmp_path / "solved.ipynb").write_bytes(z.read("grading/solution.ipynb"))
     [row] = grade.grade_folder(zip_path, tmp_path, tmp_path / "out" / "grades.csv", timeout=120, jobs=1, report=None)
     assert row["status"] == "graded" and row["total"] == row["possible"] == 6, row["reason"] or row["warnings"]
+
+
+@pytest.mark.parametrize("printed", [
+    {"ndarray": {"dtype": "object", "shape": [1], "data": [1]}},  # a dtype numpy would run code for
+    {"ndarray": {"dtype": "float64", "shape": [2, 2], "data": [1.0, 2.0]}},  # shape and data disagree
+    {"tensor": {"dtype": "torch.float32", "shape": [1], "data": ["1"], "requires_grad": False}},
+    {"float": "1.0"}, {"int": 1.5}, {"bool": 1}, {"list": [{"float": 1.0}, 2]}, {"float": 1.0, "int": 1},
+    {"__reduce__": ["os.system", ["true"]]}, [], "passed",
+])
+def test_judge_refuses_malformed_answers(printed):
+    """What a sandbox prints is data: anything but a well-formed tagged value is refused, never interpreted."""
+    import judge
+
+    with pytest.raises(judge.Malformed):
+        judge.decode(printed)
+
+
+def test_judge_wants_the_exact_type():
+    import judge
+    import numpy as np
+
+    judge.same((1, 2.0), (1, 2.0))
+    judge.same([1, 2.0], (1, 2.0))  # a pair may be a list
+    for got, want in [(1, 1.0), (1.0, 1), (True, 1), (np.float64(1.0), 1.0), (judge.Other("m.Float"), 1.0),
+                      (np.zeros(2, dtype=np.float32), np.zeros(2)), (np.zeros(3), np.zeros(2)),
+                      (judge.Tensor("torch.float64", np.zeros(2), False),
+                       judge.Tensor("torch.float32", np.zeros(2), False)),
+                      (float("nan"), 1.0), (1.0001, 1.0)]:
+        with pytest.raises(judge.Wrong):
+            judge.same(got, want)

@@ -117,7 +117,8 @@ def run_notebook(exercise, notebook_bytes, timeout, with_args=False):
             status = outcome.returncode
             last = outcome.stderr.read_bytes()[-4000:].decode(errors="replace").strip().splitlines()
             last = [ln for ln in last if ln.strip()]
-            hint = "out of memory" if last and "MemoryError" in last[-1] else (last[-1][:160] if last else "")
+            hint = judge.one_line(last[-1], 160) if last else ""
+            hint = "out of memory" if "MemoryError" in hint else hint
             run.crashed = run.crashed or (f"the grading process ended early (exit status {status})"
                                           + (f": {hint}" if hint else ""))
         return run
@@ -245,7 +246,8 @@ def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOU
     if run.cell_errors:
         first = run.cell_errors[0]
         more = f" (and {len(run.cell_errors) - 1} more)" if len(run.cell_errors) > 1 else ""
-        warnings.append(f"cell {first.get('cell')} raised {str(first.get('error'))[:160]}{more}")
+        warnings.append(f"cell {judge.one_line(first.get('cell'), 10)} raised "
+                        f"{judge.one_line(first.get('error'), 160)}{more}")
     row["warnings"] = "; ".join(w for w in warnings if w)
     row["seconds"] = round(run.seconds, 1)
     if run.crashed:
@@ -332,7 +334,8 @@ def probe_functions(exercise, reference):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("exercise", help="exercise name, e.g. 01_next_token_prediction (or a path to an autograder zip)")
+    parser.add_argument("exercise",
+                        help="exercise name, e.g. 01_next_token_prediction (or a path to an autograder zip)")
     parser.add_argument("submissions", help="folder holding the submitted .ipynb files")
     parser.add_argument("out", help="CSV file to write")
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds allowed per submission")

@@ -103,17 +103,23 @@ def decode(obj):
         return out
     if tag == "ndarray":
         return _array(v, DTYPES)
-    if tag == "npscalar" and isinstance(v, dict) and v.get("dtype") in DTYPES and type(v.get("value")) in (int, float, bool):
+    if (tag == "npscalar" and isinstance(v, dict) and v.get("dtype") in DTYPES
+            and type(v.get("value")) in (int, float, bool)):
         return np.dtype(v["dtype"]).type(v["value"])
     if tag == "tensor" and isinstance(v, dict) and type(v.get("requires_grad")) is bool:
         return Tensor(v["dtype"], _array(v, TORCH_DTYPES), v["requires_grad"])
     if tag == "other" and type(v) is str:
-        return Other(v[:100])
+        return Other(one_line(v, 100))
     if tag == "raised" and type(v) is str:
-        return Raised(v[:200])
+        return Raised(one_line(v, 200))
     if tag == "missing" and type(v) is str:
-        return Missing(v[:100])
+        return Missing(one_line(v, 100))
     raise Malformed(f"unknown tag {tag!r}"[:60])
+
+
+def one_line(text, limit):
+    """Text printed by a sandbox, made safe for a CSV cell: one line, no control characters, at most `limit`."""
+    return " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())[:limit]
 
 
 def describe(x):

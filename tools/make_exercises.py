@@ -87,7 +87,7 @@ def split_master(name):
         elif cell.cell_type == "code" and cell.source.startswith("# CHECKS"):
             checks.append(cell.source.strip() + "\n")
         else:
-            raise RuntimeError(f"solutions/{name}.md: a hidden block holds a cell that is neither # PROBES nor # CHECKS")
+            raise RuntimeError(f"solutions/{name}.md: a cell of a hidden block is neither # PROBES nor # CHECKS")
     if inside:
         raise RuntimeError(f"solutions/{name}.md: # BEGIN HIDDEN without # END HIDDEN")
     questions = re.findall(r"^# BEGIN QUESTION\s*\nname:\s*(\w+)", "\n".join(
