@@ -450,7 +450,7 @@ AMBIGUITY_ONLY = True
 CONTEXT = 'sentence'
 SUMMARY_LABELS = True
 LISTS_UNLABELLED = True
-LIST = re.compile(r"[\[(][^\])]*\d[^\])]*\d[^\])]*[\])]")  # a printed list or array of numbers
+LIST = re.compile(r"[\[(]\s*-?\d[\d.e+-]*(?:[\s,]+-?\d[\d.e+-]*)+\s*[\])]")  # a printed list or array of numbers
 
 
 def slips(value):
@@ -545,7 +545,15 @@ def problems(chapter, only=None):
                 words = None  # no neighbouring value printed nearby: the value alone ties it
             if not any(c.vouches(value, words) for c in pool):
                 near = sorted(((c, abs(c.line - line.number)) for c in pool), key=lambda cd: (cd[1], cd[0].line))
-                found.append(Problem(chapter.name, line.number, value, line.text, scope, near))
+                why = scope
+                if words is not None and any(value in c.printed for c in pool):  # rule 5, not a missing print
+                    label = ", ".join(sorted(words[0])[:8]) or "none"
+                    why = (f"(rule 5) a value one slip away ({', '.join(sorted(slips(value) & printed_here))}) is "
+                           f"printed nearby too, so the value alone does not tie it, and no output segment labels it "
+                           f"with a word of its sentence ({label}){' and its unit ' + words[1] if words[1] else ''}:"
+                           f" print it with its label, e.g. print(f\"<label>: {{x}}\"), and no code cell of"
+                           f" the section")
+                found.append(Problem(chapter.name, line.number, value, line.text, why, near))
     return found
 
 
