@@ -1,13 +1,12 @@
 """binder/ installs the learner set of requirements.txt (with CPU-only PyTorch) and nothing of the authors' set;
-the learner set is complete and consistent, holds JupyterLab with a jupyterlab-myst that this JupyterLab loads,
+the learner set is complete and consistent (whether its JupyterLab loads the Jupytext and MyST extensions is checked
+in a real JupyterLab by tests/test_jupyterlab.py),
 and postBuild makes JupyterLab open the chapters (Jupytext Markdown) as notebooks."""
 import json
 import os
 import re
 import subprocess
-import sys
 from importlib import metadata
-from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -87,23 +86,6 @@ def test_the_learner_set_resolves_on_its_own():
             elif not req.specifier.contains(learner[dep], prereleases=True):
                 problems.append(f"{name} needs {req}, requirements.txt pins {dep}=={learner[dep]}")
     assert not problems, "\n".join(problems)
-
-
-def _major(spec):
-    return int(re.search(r"\d+", spec).group())
-
-
-def test_jupyterlab_loads_the_pinned_jupyterlab_myst():
-    """JupyterLab skips a prebuilt extension built against another major version of a shared singleton:
-    jupyterlab-myst 2.7 is built for @jupyter/ydoc 3, which JupyterLab 4.6 replaced by 4 (so the pin is 4.5)."""
-    share = Path(sys.prefix) / "share" / "jupyter"
-    lab = json.loads((share / "lab" / "static" / "package.json").read_text())
-    myst = json.loads((share / "labextensions" / "jupyterlab-myst" / "package.json").read_text())
-    assert lab["version"] == pins(ROOT / "requirements.txt")["jupyterlab"]
-    shared = lab["jupyterlab"]["singletonPackages"]
-    clashes = {pkg: (lab["resolutions"][pkg], wanted) for pkg, wanted in myst["dependencies"].items()
-               if pkg in shared and pkg in lab["resolutions"] and _major(lab["resolutions"][pkg]) != _major(wanted)}
-    assert not clashes, f"jupyterlab-myst wants other major versions than JupyterLab ships: {clashes}"
 
 
 def test_binder_python_is_the_course_python():
