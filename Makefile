@@ -52,10 +52,5 @@ release: setup
 bench: setup
 	$(BIN)/python tools/bench.py $(ARGS)
 
-# The whole course as one PDF, _build/pdf/course.pdf, printed from the built website by Debian's chromium
-# (apt-get install chromium); builds the website first if it is missing or stale.
-pdf: setup
-	$(BIN)/python tools/pdf.py $(ARGS)
-
 clean:
 	rm -rf _build
