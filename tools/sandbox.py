@@ -89,10 +89,12 @@ def command(argv, grading_dir, extra_env=None):
         raise SandboxUnavailable(INSTALL_HINT)
     args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox", *_system_binds()]
+    # the private /tmp first, then the environment on top of it: a checkout (and its .venv) may itself live
+    # under /tmp, as a CI's fresh clone often does, and must stay visible inside the sandbox
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     for path in environment_paths():
         args += ["--ro-bind", str(path), str(path)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-             "--ro-bind", str(grading_dir), "/grading", "--chdir", "/tmp", "--clearenv"]
+    args += ["--ro-bind", str(grading_dir), "/grading", "--chdir", "/tmp", "--clearenv"]
     env = {"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin", "TMPDIR": "/tmp",
            "MPLCONFIGDIR": "/tmp/matplotlib", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0",
            "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
