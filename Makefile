@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # requirements-dev.txt adds the website build, the tests and the formatter, and includes the first.
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup book test bench golden exercises grade release clean pdf
+.PHONY: setup book test bench golden exercises grade release clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
