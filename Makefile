@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # requirements-dev.txt adds the website build, the tests and the formatter, and includes the first.
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup book test bench golden exercises grade release clean
+.PHONY: setup book test bench golden exercises grade release pdf clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ release: setup
 # its budget (a script that prints, not a test). `make bench ARGS=--no-test` skips the timed `make test`.
 bench: setup
 	$(BIN)/python tools/bench.py $(ARGS)
+
+# The whole course as one PDF, _build/pdf/course.pdf, printed from the website by Debian's chromium
+# (needs apt-get install chromium poppler-utils); builds the website first if it is missing or stale.
+pdf: setup
+	$(BIN)/python tools/pdf.py
 
 clean:
 	rm -rf _build

@@ -138,6 +138,7 @@ def main():
         print(f"  pages over budget: {len(over)} of {len(sizes)} {over or ''}\n")
 
     print(f"load at the end of the builds: {os.getloadavg()[0]:.1f}\n")
+    pdf_report()
     if not args.no_test:
         make = shutil.which("make") or "make"
         with tempfile.TemporaryDirectory(prefix="bench-test-") as tmp:
@@ -155,6 +156,23 @@ def main():
         for line in run.stdout.splitlines():
             if line.startswith(("FAILED", "ERROR")):
                 print(f"  {line[:160]}")
+
+
+def pdf_report():
+    """`make pdf`: its size, pages and time (printing only, on the site `make book` built)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import pdf
+
+    if pdf.missing_tools():
+        print("make pdf: skipped,", "; ".join(pdf.missing_tools()), "\n")
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-pdf-") as tmp:
+        out = Path(tmp) / "course.pdf"
+        printed, seconds = pdf.make_pdf(out)
+        info = subprocess.run(["pdfinfo", str(out)], capture_output=True, text=True).stdout
+        pages = re.search(r"^Pages:\s+(\d+)", info, re.M)
+        print(f"make pdf: {out.stat().st_size / MiB:.1f} MiB, {pages.group(1) if pages else '?'} PDF pages "
+              f"from {printed} pages of the book, {seconds:.0f} s (site already built)\n")
 
 
 def seconds_per_test_file(junit_xml):
