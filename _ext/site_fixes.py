@@ -9,6 +9,9 @@
   own table of contents changed, so the other pages keep stale next/previous links. When the toc file
   differs from the one of the last build, every page is read and written again (executed notebooks
   still come from the cache).
+- Docutils writes the bibliography as `<div role="list" class="citation-list">` around entries whose role
+  is `doc-biblioentry`; a list without list items is a critical ARIA error (axe: aria-required-children).
+  The entries keep their own role; the wrapper loses its `role="list"`.
 """
 import hashlib
 from pathlib import Path
@@ -22,6 +25,12 @@ def keep_each_script_once(app, pagename, templatename, context, doctree):
             seen.add(key)
             kept.append(script)
     context["script_files"] = kept
+
+
+def citation_list_without_list_role(app, pagename, templatename, context, doctree):
+    if "body" in context:
+        context["body"] = context["body"].replace('<div role="list" class="citation-list">',
+                                                  '<div class="citation-list">')
 
 
 def default_to_system_mode(app, config):
@@ -41,4 +50,5 @@ def setup(app):
     app.connect("env-get-outdated", reread_all_when_the_toc_changes)
     app.connect("config-inited", default_to_system_mode)
     app.connect("html-page-context", keep_each_script_once, priority=900)
+    app.connect("html-page-context", citation_list_without_list_role)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
