@@ -23,7 +23,8 @@ THE RULE (printed by `describe_rule()` and in every failure message):
    (e.g. "adds up to 1"): the number is exempt only inside that exact phrase, so "adds up to 2" is checked.
 5. An ambiguous figure needs its label. When the cells in scope also print a value one slip away from a
    stated figure (a decimal, or an integer of three digits or more) -- its last digit one up or down, or its
-   decimal point moved one place: 0.197 and 0.198, 100 and 1,000 -- the value alone does not tie it. It must
+   decimal point moved one place: 0.197 and 0.198, 100 and 1,000 -- the value alone does not tie it (what a
+   cell tagged nbval-ignore-output prints, a timing that changes from run to run, is no such neighbour). It must
    then be printed in an output *segment* (a line cut at ";", "|" and ", ") that labels it: the segment
    shares a label word (two letters or more, stemmed, not a stop word or a unit) with the prose sentence
    that states the figure, and when the prose writes a unit right after the figure (nats, tokens, GiB, us,
@@ -116,6 +117,7 @@ class Cell:
     units: dict = field(default_factory=dict)  # canonical number -> the words printed right after it
     unitlist: dict = field(default_factory=dict)
     literal_labels: dict = field(default_factory=dict)  # canonical literal -> label words of its source lines
+    machine_dependent: bool = False  # tagged nbval-ignore-output: what it prints differs from run to run
 
     def vouches(self, value, context=None):
         """The cell prints `value` or has it as a literal; a figure, given the words of the prose sentence
@@ -292,7 +294,7 @@ def read(name, text=None, golden=None):
             literals = set() if plumbing else code_literals(cell.source, where)
             literal_labels = {v: [label_words(re.sub(r"[_\W\d]+", " ", src)) for src in srcs] for v, srcs in where.items()}
             cells.append(Cell(code_index, start + 1, len(sections) - 1, printed, literals, labels, units, unitlist,
-                              literal_labels))
+                              literal_labels, "nbval-ignore-output" in cell.metadata.get("tags", [])))
             cursor = body_end + 1
     for s in sections:
         below = [t.index for t in sections[s.index + 1:]]
@@ -539,7 +541,8 @@ def problems(chapter, only=None):
             pool = [c for c in chapter.cells if any(c.section in t.within for t in eligible)]
             names = ", ".join(f'"{t.title}"' for t in eligible) or "none"
             scope = (f"no section that prints at least {need} of the paragraph's numbers ({names})")
-        printed_here = set().union(*[c.printed for c in pool]) if pool else set()
+        # rule 5's neighbours: a timing that happens to print a value one slip away on this run is no neighbour
+        printed_here = set().union(*[c.printed for c in pool if not c.machine_dependent])
         for line, value, words in stated:
             if (AMBIGUITY_ONLY and not (slips(value) & printed_here)) or (not SUMMARY_LABELS and scope.startswith("no section")):
                 words = None  # no neighbouring value printed nearby: the value alone ties it

@@ -1,0 +1,34 @@
+"""The code of every chapter and every exercise master fits the website's code column and is formatted.
+
+tools/format_code.py runs ruff format (pinned in requirements-dev.txt) on each code cell at the width of
+the built site's code column (77 characters at a 1280-pixel window). A line that is too long, or a cell
+that formatting would change, fails here with its file and line; `tools/format_code.py FILE` fixes the
+formatting, and a long string or comment is split by hand.
+"""
+import subprocess
+import sys
+
+import pytest
+
+import built_site
+
+ROOT = built_site.ROOT
+FILES = sorted(ROOT.glob("chapters/*.md")) + sorted(ROOT.glob("solutions/*.md"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_code_is_formatted_and_fits_the_page(path):
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "format_code.py"), "--check", str(path)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, f"run `.venv/bin/python tools/format_code.py {path.relative_to(ROOT)}`, " \
+                                f"then split what is still too long by hand:\n{run.stdout}{run.stderr}"
+
+
+def test_the_check_fails_on_a_long_line_and_on_unformatted_code(tmp_path):
+    bad = tmp_path / "bad.md"
+    bad.write_text("# A page\n\n```{code-cell} ipython3\nx = [1,2]\nprint('" + "a" * 90 + "')\n```\n")
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "format_code.py"), "--check", str(bad)],
+                         capture_output=True, text=True)
+    assert run.returncode == 1
+    assert f"{bad}:4: the cell would be reformatted" in run.stdout
+    assert f"{bad}:5: line of 99 characters (at most 77)" in run.stdout
