@@ -1,11 +1,13 @@
 """The student release (`make release`, tools/release.py) holds no solution line and no hidden test."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import jupytext
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +49,20 @@ def test_the_leak_check_finds_a_leak(tmp_path):
     shutil.copy(ROOT / "solutions" / "04_kv_cache.md", tmp_path / "notes.md")
     found = release.leaks(tmp_path)
     assert found and {f for f, _ in found} == {"notes.md"}
+
+
+def test_the_leak_check_finds_a_statement_wrapped_another_way(tmp_path):
+    """A solution statement that spans several lines in its master is caught on one line of a notebook."""
+    public, wrapped = release.public_text(), []
+    for master in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.md")):
+        solution, _ = release.master_secrets(master)
+        wrapped += [code for cell in jupytext.read(master).cells if cell.cell_type == "code"
+                    for first, last, code in release.statements(cell.source)
+                    if last > first and release.squeeze(code) in solution and release.squeeze(code) not in public]
+    assert wrapped, "no multi-line solution statement in the master to try"
+    nb = {"cells": [{"cell_type": "code", "source": [wrapped[0]], "metadata": {}, "outputs": []}]}
+    (tmp_path / "copied.ipynb").write_text(json.dumps(nb, indent=1))
+    assert [f for f, _ in release.leaks(tmp_path)] == ["copied.ipynb"]
 
 
 def test_release_refuses_a_folder_that_is_not_empty(tmp_path):

@@ -18,9 +18,13 @@ line of a solution and no hidden probe or check may appear in any file of the re
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import jupytext
@@ -39,49 +43,114 @@ def release_files():
     return [p for p in tracked_files() if not p.startswith(INSTRUCTOR_ONLY) and (ROOT / p).is_file()]
 
 
-def secret_lines(min_length=16):
-    """Lines that must never reach learners: each solution's code and each hidden probe or check, from the
-    masters in solutions/ (long enough to be specific; imports and bare keywords are left out). A line that the
-    chapters or the `book/` package already show (`torch.manual_seed(seed)`, the chapter's own top-p code) is
-    taught in the open, not a secret."""
-    public = "\n".join(p.read_text() for p in [*sorted((ROOT / "chapters").glob("*.md")),
-                                               *sorted((ROOT / "book").rglob("*.py"))])
-    lines = set()
-    for master in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.md")):
-        nb = jupytext.read(master)
-        in_hidden = False
-        for cell in nb.cells:
-            marker = cell.source.strip() if cell.cell_type == "raw" else ""
-            if marker in ("# BEGIN HIDDEN", "# END HIDDEN"):
-                in_hidden = marker == "# BEGIN HIDDEN"
+def squeeze(text):
+    """The text without any white space, so that a statement matches however it is wrapped or indented."""
+    return re.sub(r"\s+", "", text)
+
+
+def statements(source):
+    """[(first row, last row, code)] of each logical line of Python source: a statement with its
+    continuation lines (a call split over five lines is one statement), without its comments. Source
+    that does not tokenize (an IPython magic) falls back to its physical lines."""
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENDMARKER}
+    found, pieces, first = [], [], None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.NEWLINE and pieces:
+                found.append((first, tok.start[0], " ".join(pieces)))
+                pieces, first = [], None
+            elif tok.type not in skip:
+                first = first or tok.start[0]
+                pieces.append(tok.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return [(n, n, line) for n, line in enumerate(source.splitlines(), start=1)]
+    if pieces:
+        found.append((first, first, " ".join(pieces)))
+    return found
+
+
+def master_secrets(master, min_length=16):
+    """(solution statements, hidden statements) of one master in solutions/, squeezed: the code between
+    `# BEGIN SOLUTION` and `# END SOLUTION`, and every statement of the hidden blocks (`# BEGIN HIDDEN` to
+    `# END HIDDEN`). Short ones, imports, definitions' first lines and bare returns are left out (they
+    are not specific to a solution)."""
+    solution, hidden, in_hidden = set(), set(), False
+    for cell in jupytext.read(master).cells:
+        marker = cell.source.strip() if cell.cell_type == "raw" else ""
+        if marker in ("# BEGIN HIDDEN", "# END HIDDEN"):
+            in_hidden = marker == "# BEGIN HIDDEN"
+            continue
+        rows = cell.source.splitlines()
+        inside, open_rows = False, set()
+        for n, line in enumerate(rows, start=1):
+            if line.strip() == "# END SOLUTION":
+                inside = False
+            if inside:
+                open_rows.add(n)
+            if line.strip() == "# BEGIN SOLUTION":
+                inside = True
+        for first, _, code in statements(cell.source):
+            text = squeeze(code)
+            if len(text) < min_length or code.startswith(("import ", "from ", "def ", "return ", '"""')):
                 continue
-            in_solution = False
-            for line in cell.source.splitlines():
-                text = line.strip()
-                if text == "# END SOLUTION":
-                    in_solution = False
-                if (in_hidden or in_solution) and len(text) >= min_length and not text.startswith(
-                        ("import ", "from ", "#", '"""', "def ", "return ")):
-                    lines.add(text)
-                if text == "# BEGIN SOLUTION":
-                    in_solution = True
-    return {line for line in lines if line not in public}
+            if in_hidden:
+                hidden.add(text)
+            elif first in open_rows:
+                solution.add(text)
+    return solution, hidden
+
+
+def public_text():
+    """Everything learners are shown in the open (the chapters and the `book/` package), squeezed."""
+    return squeeze("\n".join(p.read_text() for p in [*sorted((ROOT / "chapters").glob("*.md")),
+                                                        *sorted((ROOT / "book").rglob("*.py"))]))
+
+
+def secret_lines(min_length=16):
+    """Statements that must never reach learners: each solution's code and each hidden probe or check, from
+    the masters in solutions/, squeezed. One that the chapters or the `book/` package already show
+    (`torch.manual_seed(seed)`, the chapter's own top-p code) is taught in the open, not a secret."""
+    public = public_text()
+    secrets = set()
+    for master in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.md")):
+        solution, hidden = master_secrets(master, min_length)
+        secrets |= solution | hidden
+    return {s for s in secrets if s not in public}
+
+
+def file_text(path):
+    """A file's text as a reader of it sees it, squeezed: a notebook's every string (cell sources, and otter's
+    tests kept in the metadata), unescaped from the JSON; any other file as it is. None for a binary file."""
+    try:
+        text = Path(path).read_text()
+    except (UnicodeDecodeError, OSError):
+        return None
+    if Path(path).suffix == ".ipynb":
+        def strings(node):
+            if isinstance(node, str):
+                yield node
+            elif isinstance(node, list):
+                for item in node:
+                    yield from strings(item)
+            elif isinstance(node, dict):
+                for item in node.values():
+                    yield from strings(item)
+        try:
+            text = "\n".join(strings(json.loads(text)))
+        except json.JSONDecodeError:
+            pass
+    return squeeze(text)
 
 
 def leaks(folder):
-    """[(file, line)] of every secret line found in a text file under `folder`."""
+    """[(file, statement)] of every secret statement found in a text file under `folder`."""
     secrets = secret_lines()
     found = []
     for path in sorted(Path(folder).rglob("*")):
-        if not path.is_file():
-            continue
-        try:
-            text = path.read_text()
-        except (UnicodeDecodeError, OSError):
-            continue
-        for line in secrets:
-            if line in text or line.replace('"', '\\"') in text:
-                found.append((str(path.relative_to(folder)), line))
+        text = file_text(path) if path.is_file() else None
+        if text:
+            found += [(str(path.relative_to(folder)), s) for s in sorted(secrets) if s in text]
     return found
 
 
