@@ -12,9 +12,18 @@
 - Docutils writes the bibliography as `<div role="list" class="citation-list">` around entries whose role
   is `doc-biblioentry`; a list without list items is a critical ARIA error (axe: aria-required-children).
   The entries keep their own role; the wrapper loses its `role="list"`.
+- MyST-NB's merge of a cell's stream outputs (nb_merge_streams) strips each piece's trailing white space and
+  adds a newline, but the kernel cuts a stream wherever a flush falls, often between a printed line and its
+  newline: the page then shows a blank line that was never printed (and the merged text was written back
+  into the executed notebook, the piece kept beside it). The pieces are joined exactly as they came, into
+  new outputs, before \r and \b are applied as MyST-NB does.
 """
+import copy
 import hashlib
 from pathlib import Path
+
+import myst_nb.core.render
+import myst_nb.core.utils
 
 
 def keep_each_script_once(app, pagename, templatename, context, doctree):
@@ -46,7 +55,28 @@ def reread_all_when_the_toc_changes(app, env, added, changed, removed):
     return sorted(env.found_docs - added - removed)
 
 
+def coalesce_streams_exactly(outputs):
+    """A cell's outputs with each stream's pieces joined exactly, at the place of its first piece."""
+    merged, first = [], {}
+    for output in outputs or []:
+        if output["output_type"] == "stream" and output["name"] in first:
+            first[output["name"]]["text"] += output["text"]
+            continue
+        output = copy.deepcopy(output)
+        if output["output_type"] == "stream":
+            first[output["name"]] = output
+        merged.append(output)
+    # MyST-NB's own pass, now over one piece per stream: \r and \b, stdout before stderr
+    return myst_nb.core.utils.coalesce_streams(merged)
+
+
 def setup(app):
+    myst_nb.core.render.coalesce_streams = coalesce_streams_exactly
+    # Sphinx re-reads every page when an "env" config value changes: this one is the digest of the local
+    # extensions, so changing one of them rewrites every page (an incremental build would keep stale ones)
+    extensions = sorted(Path(__file__).parent.glob("*.py"))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in extensions)).hexdigest()
+    app.add_config_value("course_extensions_digest", digest, "env")
     app.connect("env-get-outdated", reread_all_when_the_toc_changes)
     app.connect("config-inited", default_to_system_mode)
     app.connect("html-page-context", keep_each_script_once, priority=900)

@@ -1,7 +1,34 @@
-"""Shared fixtures: the built website. The build test runs first, so a full run builds the book once."""
+"""Shared fixtures: the built website. The build test runs first, so a full run builds the book once.
+
+nbval runs the goldens in a kernel of one thread (the spec written below), while the website's build runs the
+chapters at the machine's default thread count: test_thread_count.py compares the two runs' outputs.
+"""
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
 import pytest
 
 import built_site
+
+
+ONE_THREAD_KERNEL = "python3-one-thread"
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+_KERNELS = Path(tempfile.mkdtemp(prefix="course-kernels-"))
+ONE_THREAD_SPEC = _KERNELS / "kernels" / ONE_THREAD_KERNEL
+
+
+def pytest_configure(config):
+    """A kernel spec of this Python with one thread for torch and BLAS, on JUPYTER_PATH, handed to nbval."""
+    ONE_THREAD_SPEC.mkdir(parents=True, exist_ok=True)
+    (ONE_THREAD_SPEC / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (one thread)", "language": "python", "env": ONE_THREAD}))
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(_KERNELS), os.environ.get("JUPYTER_PATH")]))
+    if hasattr(config.option, "nbval_kernel_name") and not config.option.nbval_kernel_name:
+        config.option.nbval_kernel_name = ONE_THREAD_KERNEL
 
 
 def pytest_collection_modifyitems(items):

@@ -114,8 +114,7 @@ class Cell:
     printed: dict  # canonical number -> the first output line that prints it
     literals: set
     labels: dict = field(default_factory=dict)  # canonical number -> label words of each segment printing it
-    units: dict = field(default_factory=dict)  # canonical number -> the words printed right after it
-    unitlist: dict = field(default_factory=dict)
+    unitlist: dict = field(default_factory=dict)  # canonical number -> the word after it, per printing segment
     literal_labels: dict = field(default_factory=dict)  # canonical literal -> label words of its source lines
     machine_dependent: bool = False  # tagged nbval-ignore-output: what it prints differs from run to run
 
@@ -270,8 +269,7 @@ def read(name, text=None, golden=None):
                     key = None
             paragraph += 1
             _check_metadata(name, code_index, cell, [ln for ln in lines if start < ln.number <= header_end])
-            printed, labels, units, unitlist = {}, {}, {}, {}
-            heading = frozenset()
+            printed, labels, unitlist = {}, {}, {}
             for out_line in output_text(gold).splitlines():
                 if FIGURE_REPR.match(out_line.strip()):  # "<Figure size 700x300 with 1 Axes>" is no figure
                     continue
@@ -279,21 +277,15 @@ def read(name, text=None, golden=None):
                     printed.setdefault(value, out_line.strip())
                 for segment in segments(out_line):
                     words = label_words(NUMBER.sub(" ", LIST.sub(" ", segment)))
-                    if LIST.search(segment) and LISTS_UNLABELLED:
+                    if LIST.search(segment):  # a printed list of numbers labels none of them
                         words = frozenset()
-                    if not words and INHERIT_HEADING:  # a bare row: labelled by the line that heads it
-                        words = heading
-                    elif words:
-                        heading = words
                     for value, _, span in numbers_in(segment):
                         labels.setdefault(value, []).append(words)
-                        units.setdefault(value, set()).add(unit_after(segment, span[1]))
                         unitlist.setdefault(value, []).append(unit_after(segment, span[1]))
-            plumbing = "hide-input" in cell.metadata.get("tags", []) and PLOT_LITERALS_EXCLUDED
-            where = {}
-            literals = set() if plumbing else code_literals(cell.source, where)
+            where = {}  # literals of folded plot cells count too: alt texts describe their axes
+            literals = code_literals(cell.source, where)
             literal_labels = {v: [label_words(re.sub(r"[_\W\d]+", " ", src)) for src in srcs] for v, srcs in where.items()}
-            cells.append(Cell(code_index, start + 1, len(sections) - 1, printed, literals, labels, units, unitlist,
+            cells.append(Cell(code_index, start + 1, len(sections) - 1, printed, literals, labels, unitlist,
                               literal_labels, "nbval-ignore-output" in cell.metadata.get("tags", [])))
             cursor = body_end + 1
     for s in sections:
@@ -372,50 +364,21 @@ def nearest(chapter, section_ids, line_number):
     return sorted(((c, abs(c.line - line_number)) for c in cells), key=lambda cd: (cd[1], cd[0].line))
 
 
-LABELS = True
-INHERIT_HEADING = False
-SECTION_LEVEL = None
-INHERIT = True
-PLOT_LITERALS_EXCLUDED = False  # literals of hide-input plot cells count: alt texts describe their axes
-SCOPE = ("above", None)  # the cells of the section above the paragraph, and the next one
-
-
 def printing(cell):
     return bool(cell.printed or cell.literals)
 
 
 def local_cells(chapter, section_id, paragraph_lines):
-    """The cells a paragraph of a section with code cells is held against."""
+    """The cells a paragraph of a section with code cells is held against (rule 2): every cell of its section
+    and of the sections it belongs to that stands above the paragraph, and the one cell right after it; a
+    caption or alt text, its own cell and those above."""
     sec = chapter.sections[section_id]
-    own = {section_id} | (set(sec.parents) if INHERIT else set())
-    if SECTION_LEVEL == 2:
-        top = next((t for t in [sec] + [chapter.sections[i] for i in sec.parents] if t.level == 2), sec)
-        own |= set(top.within)
-    cells = [c for c in chapter.cells if c.section in own]
-    kind, k = SCOPE
-    if kind == "section":
-        return cells
-    first, last = paragraph_lines[0].number, paragraph_lines[-1].number
-    if kind == "above":  # every cell of the section above the paragraph, its own cell, and the next cell
-        first = paragraph_lines[0].number
-        above = [c for c in cells if c.line <= first]
-        if k:
-            above = [c for c in above if printing(c)][-k:]
-        below = [c for c in cells if c.line > first][:1]
-        own = [c for c in cells if c.line <= first < c.line + 1] if paragraph_lines[0].kind in ("caption", "alt") else []
-        if own or paragraph_lines[0].kind in ("caption", "alt"):
-            below = []
-        return above + below
-    if kind == "around":
-        above = [c for c in cells if c.line < first and printing(c)]
-        below = [c for c in cells if c.line > last and printing(c)]
-        own = [c for c in cells if first <= c.line <= last]
-        return own + above[-k:] + below[:k]
-    if kind == "nearest":
-        ranked = sorted((c for c in cells if printing(c) or first <= c.line <= last),
-                        key=lambda c: min(abs(c.line - first), abs(c.line - last)))
-        return ranked[:k]
-    raise ValueError(kind)
+    cells = [c for c in chapter.cells if c.section in {section_id} | set(sec.parents)]
+    first = paragraph_lines[0].number
+    above = [c for c in cells if c.line <= first]
+    if paragraph_lines[0].kind in ("caption", "alt"):
+        return above
+    return above + [c for c in cells if c.line > first][:1]
 
 
 SEGMENT = re.compile(r";|\||,\s")
@@ -430,7 +393,6 @@ UNITS = set("nat token time gib mib kib tib byte us ms".split())
 
 
 UNIT = re.compile(r"\s*(%|[A-Za-z\u00b5][A-Za-z\u00b5/]*)")
-MODE_UNIT, MODE_LABEL, UNIT_IN_LABEL = True, False, False
 
 
 def unit_after(text, end):
@@ -448,10 +410,6 @@ UNITS_LIST = set("""nat token time gib mib kib tib gb tb mb kb byte us ms % oper
 position step trial word million billion flop vector pair head layer episode passe pass""".split())
 
 
-AMBIGUITY_ONLY = True
-CONTEXT = 'sentence'
-SUMMARY_LABELS = True
-LISTS_UNLABELLED = True
 LIST = re.compile(r"[\[(]\s*-?\d[\d.e+-]*(?:[\s,]+-?\d[\d.e+-]*)+\s*[\])]")  # a printed list or array of numbers
 
 
@@ -508,8 +466,6 @@ def sentence_words(para, line, offset):
     clean = ROLE_OR_LINK.sub(lambda m: " " * len(m.group(0)), text)
     begin = max((m.end() for m in SENTENCE_END.finditer(clean, 0, start)), default=0)
     end = next((m.end() for m in SENTENCE_END.finditer(clean, start)), len(clean))
-    if CONTEXT == "paragraph":
-        begin, end = 0, len(clean)
     return label_words(NUMBER.sub(" ", clean[begin:end]))
 
 
@@ -522,7 +478,8 @@ def problems(chapter, only=None):
             by_paragraph.setdefault(line.paragraph, []).append(line)
     has_cells = {c.section for c in chapter.cells if printing(c)}
     for para in by_paragraph.values():
-        stated = [(line, value, (sentence_words(para, line, offset), unit_after(line.text, NUMBER.match(line.text, offset).end())) if LABELS else None)
+        stated = [(line, value, (sentence_words(para, line, offset),
+                                 unit_after(line.text, NUMBER.match(line.text, offset).end())))
                   for line in para for value, offset, _ in stated_numbers(chapter, line)[0]]
         if not stated:
             continue
@@ -544,7 +501,7 @@ def problems(chapter, only=None):
         # rule 5's neighbours: a timing that happens to print a value one slip away on this run is no neighbour
         printed_here = set().union(*[c.printed for c in pool if not c.machine_dependent])
         for line, value, words in stated:
-            if (AMBIGUITY_ONLY and not (slips(value) & printed_here)) or (not SUMMARY_LABELS and scope.startswith("no section")):
+            if not slips(value) & printed_here:
                 words = None  # no neighbouring value printed nearby: the value alone ties it
             if not any(c.vouches(value, words) for c in pool):
                 near = sorted(((c, abs(c.line - line.number)) for c in pool), key=lambda cd: (cd[1], cd[0].line))
