@@ -5,6 +5,8 @@ chapters at the machine's default thread count: test_thread_count.py compares th
 """
 import json
 import os
+import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -49,3 +51,34 @@ def site():
 def site_url(site):
     with built_site.serve(site) as url:
         yield url
+
+
+# chromium without the lookups and updates that stall it when the network is closed
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
+
+
+def unavailable(message):
+    """A missing browser fails the suite under CI and skips the browser tests on a reader's machine."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def browser_context():
+    """One headless Debian chromium for every browser test of the session, its network closed."""
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.path.exists(chromium):
+        unavailable("the browser tests need Debian's chromium: apt-get install chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("the browser tests need the playwright package: pip install -r requirements.txt")
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile, sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(profile, executable_path=chromium, headless=True, args=ARGS,
+                                                       viewport={"width": 1280, "height": 900})
+        # no network for any page of this context: only the local site answers (each Visit also records the rest)
+        context.route(re.compile(r"^(?!http://127\.0\.0\.1[:/]).*"), lambda route: route.abort())
+        yield context
+        context.close()

@@ -12,10 +12,7 @@ recorded, and a page that makes one fails. The site needs none: MathJax is serve
 (_ext/offline_site.py), so every formula is typeset with no network, as from a folder or a USB stick in a
 classroom: no raw `\(`, `\[` or `$$` is left in the text, and MathJax reports no error.
 """
-import os
 import re
-import shutil
-import tempfile
 from urllib.parse import urljoin
 
 import jupytext
@@ -23,38 +20,11 @@ import pytest
 
 import built_site
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
 PAGES = built_site.toc_pages()
 NOTEBOOKS = [p for p in PAGES if built_site.is_notebook(p)]
 QUIZ = "chapters/09_recap_quiz"
 KV_CACHE = "chapters/04_kv_cache"
 GENERIC_ALT = re.compile(r"^(a |an |the )?(plot|figure|image|chart|graph|picture|png)\b", re.IGNORECASE)
-
-
-def _unavailable(message):
-    """A missing browser fails the suite under CI and skips the browser tests on a reader's machine."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-@pytest.fixture(scope="session")
-def browser_context():
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.path.exists(chromium):
-        _unavailable("the browser tests need Debian's chromium: apt-get install chromium")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the browser tests need the playwright package: pip install -r requirements.txt")
-    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile, sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(profile, executable_path=chromium, headless=True, args=ARGS,
-                                                       viewport={"width": 1280, "height": 900})
-        # no network for any page of this context: only the local site answers (each Visit also records the rest)
-        context.route(re.compile(r"^(?!http://127\.0\.0\.1[:/]).*"), lambda route: route.abort())
-        yield context
-        context.close()
 
 
 class Visit:

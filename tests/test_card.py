@@ -12,7 +12,6 @@ import sys
 
 import pytest
 
-import torch
 from torch import nn
 
 from book import EXAMPLE_MODEL, tiny

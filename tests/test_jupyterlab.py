@@ -37,11 +37,8 @@ import pytest
 import requests
 
 import built_site
-import test_browser
-from test_browser import _unavailable
+from conftest import unavailable as _unavailable
 from test_jupyter_server import free_port
-
-browser_context = test_browser.browser_context  # the browser tests' chromium (network closed), as a fixture
 
 ROOT = built_site.ROOT
 CHAPTER = "chapters/01_next_token_prediction.md"

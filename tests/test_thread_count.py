@@ -19,7 +19,7 @@ import pytest
 
 import built_site
 import conftest
-from notebooks import GOLDEN, ROOT, chapter_names, code_cells, read_golden
+from notebooks import ROOT, chapter_names, code_cells, read_golden
 
 EXECUTED = built_site.OUTPUT / "_build" / "jupyter_execute" / "chapters"
 
