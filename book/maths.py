@@ -10,7 +10,8 @@ __all__ = ["softmax"]
 
 
 def softmax(logits, axis=-1, temperature=1.0):
-    """Chances from raw outputs (logits) along `axis`, each divided by `temperature` first.
+    """Chances from raw outputs (logits) along `axis`, each divided by
+    `temperature` first.
 
     Subtracting the maximum keeps exp() from overflowing.
     """
