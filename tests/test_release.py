@@ -65,6 +65,14 @@ def test_the_leak_check_finds_a_statement_wrapped_another_way(tmp_path):
     assert [f for f, _ in release.leaks(tmp_path)] == ["copied.ipynb"]
 
 
+def test_statements_span_their_rows():
+    """Each statement with the rows it spans, comments left out, with or without a newline at the end."""
+    source = "x = f(1,  # one\n      2)\n# a comment\ny = 3"
+    assert release.statements(source) == [(1, 2, "x = f ( 1 , 2 )"), (4, 4, "y = 3")]
+    assert release.statements(source + "\n") == release.statements(source)
+    assert release.statements("%timeit f(\n") == [(1, 1, "%timeit f(")]  # no Python: the physical lines
+
+
 def test_release_refuses_a_folder_that_is_not_empty(tmp_path):
     (tmp_path / "old.txt").write_text("keep me")
     run = subprocess.run([sys.executable, str(ROOT / "tools" / "release.py"), str(tmp_path)], capture_output=True,

@@ -54,19 +54,19 @@ def statements(source):
     that does not tokenize (an IPython magic) falls back to its physical lines."""
     skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
             tokenize.ENDMARKER}
-    found, pieces, first = [], [], None
+    found, pieces, first, last = [], [], None, None
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
             if tok.type == tokenize.NEWLINE and pieces:
                 found.append((first, tok.start[0], " ".join(pieces)))
                 pieces, first = [], None
             elif tok.type not in skip:
-                first = first or tok.start[0]
+                first, last = first or tok.start[0], tok.end[0]
                 pieces.append(tok.string)
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return [(n, n, line) for n, line in enumerate(source.splitlines(), start=1)]
-    if pieces:
-        found.append((first, first, " ".join(pieces)))
+    if pieces:  # a last statement with no NEWLINE token after it
+        found.append((first, last, " ".join(pieces)))
     return found
 
 
