@@ -273,36 +273,58 @@ def generate(model, prompt, n_new, pick=greedy, use_cache=True, generator=None, 
     outgrows the window: from then on every kept token sits at a new position, so the cache is of no use
     and each step reads the cropped row afresh. `log_chances`, a list, receives the log-chance (at
     temperature 1) of every token picked. Reading past the position table raises a ValueError.
+
+    A batch: `prompt` may be a list of prompts of equal length; then the rows go through the model
+    together, one (B, T) tensor a step, `pick` is applied to each row's last logits in row order, and a
+    list of rows comes back. The cache, and `caches` if given, then hold the whole batch, (B, H, T, D)
+    a layer; `log_chances` takes a single prompt only (a batch raises a ValueError).
+    First used in chapter 2 (a batch, reading the whole rows); chapter 4 times the cache, chapter 5 samples.
     """
-    table = model.cfg.context
-    if not prompt:
-        raise ValueError("generate needs a prompt of at least one token")
+    batch = bool(prompt) and isinstance(prompt[0], (list, tuple))
+    rows = [list(row) for row in prompt] if batch else [list(prompt)]
+    _check_rows(rows, batch, log_chances)
+    length, table = len(rows[0]), model.cfg.context
     if window is not None and not 1 <= window <= table:
         raise ValueError(f"window={window}: the model has position slots for 1 to {table} tokens")
-    if window is None and len(prompt) + n_new - 1 > table:
-        raise ValueError(f"{len(prompt)} prompt tokens + {n_new} new ones need {len(prompt) + n_new - 1} positions; "
+    if window is None and length + n_new - 1 > table:
+        raise ValueError(f"{length} prompt tokens + {n_new} new ones need {length + n_new - 1} positions; "
                          f"the model's position table has {table}. Pass window={table} (or less) to crop the row.")
     with one_thread():
-        return _generate(model, list(prompt), n_new, pick, use_cache, generator, caches, window, log_chances)
+        rows = _generate(model, rows, n_new, pick, use_cache, generator, caches, window, log_chances)
+    return rows if batch else rows[0]
 
 
-def _generate(model, ids, n_new, pick, use_cache, generator, caches, window, log_chances):
+def _check_rows(rows, batch, log_chances):
+    """Refuse what `generate` cannot write: no prompt, rows of unequal length, log_chances of a batch."""
+    if not rows or not rows[0]:
+        raise ValueError("generate needs a prompt of at least one token (a batch: at least one such prompt)")
+    lengths = sorted({len(row) for row in rows})
+    if len(lengths) > 1:
+        raise ValueError(f"the prompts of a batch must have equal length, to go through the model as one "
+                         f"(B, T) tensor; these have lengths {', '.join(map(str, lengths))}")
+    if batch and log_chances is not None:
+        raise ValueError("log_chances takes one prompt, not a batch: call generate once per prompt")
+
+
+def _generate(model, rows, n_new, pick, use_cache, generator, caches, window, log_chances):
     limit = window or model.cfg.context
-    cached = use_cache and len(ids) <= limit
+    cached = use_cache and len(rows[0]) <= limit
     if cached:
         caches = caches if caches is not None else new_caches(model)
-        logits = model(torch.tensor([ids]), caches=caches)  # the prompt, once: fills the cache
+        logits = model(torch.tensor(rows), caches=caches)  # the prompts, once: fills the cache
     for step in range(n_new):
-        if cached and len(ids) > limit:
-            cached = False  # the row has outgrown the window: crop it and read it afresh from now on
+        if cached and len(rows[0]) > limit:
+            cached = False  # the rows have outgrown the window: crop them and read them afresh from now on
         if not cached:
-            logits = model(torch.tensor([ids[-limit:]]))  # the whole (cropped) row again
-        ids.append(pick(logits[0, -1], generator=generator))
-        if log_chances is not None:
-            log_chances.append(float(torch.log_softmax(logits[0, -1], dim=-1)[ids[-1]]))
-        if cached and step < n_new - 1 and len(ids) <= limit:
-            logits = model(torch.tensor([ids[-1:]]), caches=caches, start=len(ids) - 1)  # (1, 1, V)
-    return ids
+            logits = model(torch.tensor([row[-limit:] for row in rows]))  # the whole (cropped) rows again
+        for b, row in enumerate(rows):  # (B, T, V): each row's newest position picks its next token
+            row.append(pick(logits[b, -1], generator=generator))
+        if log_chances is not None:  # a single prompt
+            log_chances.append(float(torch.log_softmax(logits[0, -1], dim=-1)[rows[0][-1]]))
+        if cached and step < n_new - 1 and len(rows[0]) <= limit:
+            newest = torch.tensor([row[-1:] for row in rows])  # (B, 1)
+            logits = model(newest, caches=caches, start=len(rows[0]) - 1)  # (B, 1, V)
+    return rows
 
 
 def cache_bytes(caches) -> int:

@@ -58,6 +58,53 @@ def test_cache_changes_nothing_but_the_work(trained):
     assert tiny.generate(model, prompt, 12) == tiny.generate(model, prompt, 12, use_cache=False)
 
 
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_a_batch_writes_each_row_as_it_would_alone(trained, use_cache):
+    model, _ = trained
+    tokenizer, _ = tiny.corpus()
+    # three places in an episode, so that each row's own newest word decides what comes next
+    texts = ("the arm lifts the red block . then it", "block . the robot grips the blue cup .",
+             "cup . then it drops the green ball .")
+    prompts = [tokenizer.encode(t) for t in texts]
+    calls = []
+    hook = model.register_forward_hook(lambda module, args, out: calls.append(tuple(args[0].shape)))
+    try:
+        batch = tiny.generate(model, prompts, 12, use_cache=use_cache)
+    finally:
+        hook.remove()
+    alone = [tiny.generate(model, p, 12, use_cache=use_cache) for p in prompts]
+    assert batch == alone
+    assert len({tuple(row[len(p):]) for row, p in zip(alone, prompts)}) == 3  # three different continuations
+    assert len(calls) == 12 and all(shape[0] == 3 for shape in calls)  # one call a token, for all three rows
+    assert prompts == [tokenizer.encode(t) for t in texts]  # the prompts are not written into
+
+
+def test_a_batch_samples_its_rows_in_order(trained):
+    model, _ = trained
+    prompts = [[0, 1, 2], [3, 4, 5]]
+    pick = lambda logits, generator: tiny.sample(logits, temperature=2.0, generator=generator)
+    batch = tiny.generate(model, prompts, 6, pick=pick, use_cache=False, generator=torch.Generator().manual_seed(3))
+    # by hand: one generator, drawn for row 0 then row 1 at every step
+    gen, rows = torch.Generator().manual_seed(3), [list(p) for p in prompts]
+    with torch.no_grad(), tiny.one_thread():
+        for _ in range(6):
+            logits = model(torch.tensor(rows))[:, -1]
+            for b, row in enumerate(rows):
+                row.append(pick(logits[b], generator=gen))
+    assert batch == rows
+
+
+def test_a_batch_refuses_what_it_cannot_write(trained):
+    model, _ = trained
+    with pytest.raises(ValueError, match="equal length.*lengths 2, 3"):
+        tiny.generate(model, [[0, 1, 2], [3, 4]], 4)
+    for empty in ([], [[]]):
+        with pytest.raises(ValueError, match="at least one token"):
+            tiny.generate(model, empty, 4)
+    with pytest.raises(ValueError, match="log_chances takes one prompt"):
+        tiny.generate(model, [[0, 1], [2, 3]], 4, log_chances=[])
+
+
 def test_cache_bytes_match_the_formula(trained):
     model, _ = trained
     cfg = model.cfg
