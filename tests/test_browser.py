@@ -5,7 +5,12 @@ a chapter shows one loaded figure per figure cell, each with a caption and an al
 finds no critical or serious accessibility violation, in light and in dark mode. Across pages: the
 next/previous links walk the book in the order of _toc.yml; the search page finds "cache" in the
 key-value-cache chapter; each notebook page's Binder button opens that page's file in JupyterLab; the
-recap quiz hides its answers until clicked. A screenshot of each page goes to _build/screenshots/.
+recap quiz hides its answers until clicked. A screenshot of the first screen of each page goes to
+_build/screenshots/.
+
+Each page is opened once in light mode and once in dark mode (the `opened` fixture), and every test that
+only reads a page reads that one load: loading a chapter takes a second or two, and axe a few more. The
+tests that click (the colour switch, search, the quiz) open their own page.
 
 The network is closed, for the whole browser context: a request that leaves localhost is aborted and
 recorded, and a page that makes one fails. The site needs none: MathJax is served from _static/mathjax/
@@ -67,14 +72,30 @@ class Visit:
 
 @pytest.fixture
 def visit(browser_context, site_url):
-    opened = []
+    """A new page, for a test that clicks or navigates; closed after the test."""
+    fresh = []
 
     def open_page(page_name, mode="light"):
-        opened.append(Visit(browser_context, site_url, page_name, mode))
-        return opened[-1]
+        fresh.append(Visit(browser_context, site_url, page_name, mode))
+        return fresh[-1]
 
     yield open_page
-    for v in opened:
+    for v in fresh:
+        v.close()
+
+
+@pytest.fixture(scope="module")
+def opened(browser_context, site_url):
+    """Each page loaded once per colour mode and kept open, for the tests that only read it."""
+    pages = {}
+
+    def open_page(page_name, mode="light"):
+        if (page_name, mode) not in pages:
+            pages[page_name, mode] = Visit(browser_context, site_url, page_name, mode)
+        return pages[page_name, mode]
+
+    yield open_page
+    for v in pages.values():
         v.close()
 
 
@@ -84,12 +105,12 @@ def figure_cells(page_name):
 
 
 @pytest.mark.parametrize("page_name", PAGES)
-def test_page_loads_with_its_figures(visit, page_name):
-    v = visit(page_name)
+def test_page_loads_with_its_figures(opened, page_name):
+    v = opened(page_name)
     images = v.images()
     shots = built_site.HTML.parent / "screenshots"
     shots.mkdir(exist_ok=True)
-    v.page.screenshot(path=shots / f"{page_name.replace('/', '__')}.png", full_page=True)
+    v.page.screenshot(path=shots / f"{page_name.replace('/', '__')}.png")  # the first screen; the whole page took 2-4 s
 
     assert not v.console_errors(), f"{page_name}: console errors: {v.console_errors()}"
     assert not v.unexpected_requests(), f"{page_name}: requests outside the site: {v.unexpected_requests()}"
@@ -109,32 +130,98 @@ def test_page_loads_with_its_figures(visit, page_name):
             f"{page_name}: the alt text of {src} should say what the picture shows and its key number: {alt!r}")
 
 
+# A code block is hundreds of highlighted tokens (two thirds of a chapter's elements, 4,000 in chapter 1), and
+# axe's colour-contrast rule spent most of its time on them: 12 s a page. A token's contrast depends only on its
+# colour, size and weight and on the background behind it, so the contrast of code is checked on one sample of
+# each kind of token on the page (chapter 1: 7 kinds), the other rules on every code block, and everything
+# outside code in full. The markup is the same in both colour modes, so dark mode runs the colour rules only.
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+SAMPLE = "data-axe-sample"
+MARK_CODE_SAMPLES = f"""() => {{
+    const seen = new Set();
+    const tokens = Array.from(document.querySelectorAll('pre span, pre'))
+        .filter(e => e.tagName === 'SPAN' || e.childElementCount === 0);  // a token, or a block of plain text
+    for (const token of tokens) {{
+        const style = getComputedStyle(token);
+        const key = [style.color, style.fontSize, style.fontWeight, style.opacity];
+        for (let e = token; e; e = e.parentElement) {{  // the backgrounds up to the first opaque one
+            const background = getComputedStyle(e).backgroundColor;
+            key.push(background);
+            if (!background.startsWith('rgba') || background.endsWith(', 1)')) break;
+        }}
+        if (!seen.has(key.join('|'))) {{ seen.add(key.join('|')); token.setAttribute('{SAMPLE}', ''); }}
+    }}
+    return [tokens.length, seen.size];
+}}"""
+
+
+def axe_violations(page, mode):
+    """axe-core's violations on the page: every rule outside code blocks and on the sample tokens, every rule but
+    colour contrast on the code blocks; in dark mode the colour rules only. Each axe run costs about a second of
+    setup on a chapter, whatever its context, hence two runs, not one per part."""
+    from axe_playwright_python.base import AXE_SCRIPT
+
+    page.evaluate(AXE_SCRIPT)
+    tokens, kinds = page.evaluate(MARK_CODE_SAMPLES)
+    # the deeper of an include and an exclude wins: the samples are checked, the rest of each <pre> is not
+    outside_code = {"include": [["body"], [f"[{SAMPLE}]"]], "exclude": [["pre"]]}
+    runs = [(outside_code, {"runOnly": {"type": "rule", "values": COLOUR_RULES}} if mode == "dark" else {})]
+    if mode == "light" and page.query_selector("pre"):
+        runs.append(({"include": [["pre"]]}, {"rules": {"color-contrast": {"enabled": False}}}))
+    found = []
+    for context, options in runs:
+        found += page.evaluate("([c, o]) => axe.run(c, o).then(r => r.violations)",
+                               [context, {**options, "resultTypes": ["violations"]}])
+    return found, tokens, kinds
+
+
 @pytest.mark.parametrize("mode", ["light", "dark"])
 @pytest.mark.parametrize("page_name", PAGES)
-def test_no_serious_accessibility_violation(visit, page_name, mode):
-    from axe_playwright_python.sync_playwright import Axe
-
-    v = visit(page_name, mode)
+def test_no_serious_accessibility_violation(opened, visit, page_name, mode):
+    v = opened(page_name) if mode == "light" else visit(page_name, mode)  # only this test reads a dark page
     assert v.page.evaluate("document.documentElement.dataset.theme") == mode
-    violations = [x for x in Axe().run(v.page).response["violations"] if x["impact"] in ("critical", "serious")]
+    found, _, _ = axe_violations(v.page, mode)
+    violations = [x for x in found if x["impact"] in ("critical", "serious")]
     report = [f"{x['id']} ({x['impact']}): {x['help']}; e.g. {x['nodes'][0]['target']} "
               f"({len(x['nodes'])} elements)" for x in violations]
     assert not report, f"{page_name} in {mode} mode:\n" + "\n".join(report)
 
 
-def _walk(v, selector):
-    """Follow one kind of link (next or previous) from the current page to the end; return the pages seen."""
-    seen = [v.page.url]
-    while (link := v.page.query_selector(selector)) and len(seen) <= len(PAGES):
-        v.page.goto(urljoin(v.page.url, link.get_attribute("href")), wait_until="load")
-        seen.append(v.page.url)
-    return [re.sub(r"\.html$", "", url[len(v.base):]) for url in seen]
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_sampled_code_contrast_still_finds_a_faint_token(visit, mode):
+    """The sample hides only tokens alike to one axe checks: a faint token, written twice among ordinary ones in a
+    code block, and a faint block of plain text are each reported once, in both modes."""
+    v = visit(PAGES[0], mode)
+    v.page.evaluate("""() => {
+        const ordinary = '<span class="n">x</span> <span class="o">=</span> <span class="mi">1</span> ';
+        const faint = '<span style="color: #777">faint</span> ';
+        document.querySelector('article').insertAdjacentHTML('beforeend',
+            '<div class="highlight"><pre>' + ordinary + faint + ordinary + faint + ordinary + '</pre></div>'
+            + '<div class="output"><pre style="color: #777">faint output</pre></div>');
+    }""")
+    found, tokens, kinds = axe_violations(v.page, mode)
+    faint = [n["html"] for x in found if x["id"] == "color-contrast" for n in x["nodes"]]
+    assert kinds < tokens and len(faint) == 2, f"{mode}: {kinds} kinds of {tokens} tokens; reported: {faint}"
 
 
-def test_next_and_previous_links_walk_the_book_in_order(visit):
-    v = visit(PAGES[0])
-    assert _walk(v, "a.right-next") == PAGES, "the next links do not follow _toc.yml"
-    assert _walk(v, "a.left-prev") == PAGES[::-1], "the previous links do not follow _toc.yml backwards"
+def _walk(opened, first, selector):
+    """Follow one kind of link (next or previous) from page `first` to the end; return the pages seen."""
+    seen = [first]
+    while len(seen) <= len(PAGES):
+        v = opened(seen[-1])
+        link = v.page.query_selector(selector)
+        if not link:
+            break
+        url = urljoin(v.page.url, link.get_attribute("href"))
+        assert url.startswith(v.base), f"{seen[-1]}: the {selector} link leaves the site: {url}"
+        seen.append(re.sub(r"\.html(#.*)?$", "", url[len(v.base):]))
+    return seen
+
+
+def test_next_and_previous_links_walk_the_book_in_order(opened):
+    assert _walk(opened, PAGES[0], "a.right-next") == PAGES, "the next links do not follow _toc.yml"
+    assert _walk(opened, PAGES[-1], "a.left-prev") == PAGES[::-1], (
+        "the previous links do not follow _toc.yml backwards")
 
 
 def test_colour_mode_switch_turns_the_page_dark(visit):
@@ -158,11 +245,11 @@ def test_search_finds_cache_in_the_kv_cache_chapter(visit):
 
 
 @pytest.mark.parametrize("page_name", NOTEBOOKS)
-def test_launch_button_opens_this_file_on_binder(visit, page_name):
+def test_launch_button_opens_this_file_on_binder(opened, page_name):
     cfg = built_site.config()
     source = built_site.source_of(page_name).relative_to(built_site.ROOT)
     expected = built_site.binder_url(source.as_posix())  # the theme's launch button must agree with our {binder} role
-    v = visit(page_name)
+    v = opened(page_name)
     # the launch button in the page header; {binder} links in the text (to exercises) are checked in test_links.py
     links = [a.get_attribute("href") for a in v.page.query_selector_all("a[href*='/v2/gh/']:not(.binder-link)")]
     assert links == [expected], f"{page_name}: launch buttons {links}, expected {expected}"
@@ -187,9 +274,9 @@ RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{")
 
 
 @pytest.mark.parametrize("page_name", PAGES)
-def test_formulas_render_with_no_network(visit, page_name):
+def test_formulas_render_with_no_network(opened, page_name):
     """Every formula of the page is typeset by the site's own MathJax, with the network closed."""
-    v = visit(page_name)
+    v = opened(page_name)
     formulas = v.page.locator("article .math").count()  # Sphinx puts each formula in a .math element
     if formulas:
         try:
