@@ -8,8 +8,8 @@ key-value-cache chapter; each notebook page's Binder button opens that page's fi
 recap quiz hides its answers until clicked. A screenshot of the first screen of each page goes to
 _build/screenshots/.
 
-Each page is opened once in light mode and once in dark mode (the `opened` fixture), and every test that
-only reads a page reads that one load: loading a chapter takes a second or two, and axe a few more. The
+Each page is opened once in light mode (the `opened` fixture), and every test that only reads a page
+reads that one load: loading a chapter takes a second or two. The dark-mode accessibility check and the
 tests that click (the colour switch, search, the quiz) open their own page.
 
 The network is closed, for the whole browser context: a request that leaves localhost is aborted and
@@ -86,13 +86,13 @@ def visit(browser_context, site_url):
 
 @pytest.fixture(scope="module")
 def opened(browser_context, site_url):
-    """Each page loaded once per colour mode and kept open, for the tests that only read it."""
+    """Each page loaded once in light mode and kept open, for the tests that only read it."""
     pages = {}
 
-    def open_page(page_name, mode="light"):
-        if (page_name, mode) not in pages:
-            pages[page_name, mode] = Visit(browser_context, site_url, page_name, mode)
-        return pages[page_name, mode]
+    def open_page(page_name):
+        if page_name not in pages:
+            pages[page_name] = Visit(browser_context, site_url, page_name)
+        return pages[page_name]
 
     yield open_page
     for v in pages.values():
@@ -131,7 +131,7 @@ def test_page_loads_with_its_figures(opened, page_name):
 
 
 # A code block is hundreds of highlighted tokens (two thirds of a chapter's elements, 4,000 in chapter 1), and
-# axe's colour-contrast rule spent most of its time on them: 12 s a page. A token's contrast depends only on its
+# axe's colour-contrast rule spent most of its time on them (5 to 8 s a chapter, idle). A token's contrast depends only on its
 # colour, size and weight and on the background behind it, so the contrast of code is checked on one sample of
 # each kind of token on the page (chapter 1: 7 kinds), the other rules on every code block, and everything
 # outside code in full. The markup is the same in both colour modes, so dark mode runs the colour rules only.
