@@ -2,6 +2,8 @@
 same text with and without its cache (cropping to its window as nanoGPT does), and its cache holds exactly
 the bytes the model card predicts."""
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -26,6 +28,29 @@ def test_training_is_deterministic(trained, tmp_path, monkeypatch):
     monkeypatch.setenv("BOOK_CACHE", str(tmp_path))  # an empty cache: this run trains
     _, again = tiny.trained_model(steps=20)
     assert again == losses[:20]
+
+
+def _train_with(optimizer, steps):
+    tokenizer, data = tiny.corpus()
+    torch.manual_seed(tiny.SEED)
+    model = tiny.TinyGPT(tiny.TinyConfig(vocab=len(tokenizer)))
+    return model, tiny.train(model, data, steps=steps, optimizer=optimizer)
+
+
+def test_the_written_out_adamw_is_torchs_bit_for_bit():
+    ours, our_losses = _train_with(tiny.AdamW, 40)
+    theirs, their_losses = _train_with(torch.optim.AdamW, 40)
+    assert our_losses == their_losses
+    for (name, a), (_, b) in zip(ours.state_dict().items(), theirs.state_dict().items()):
+        assert torch.equal(a, b), name
+
+
+def test_training_does_not_import_torch_dynamo():
+    """The reason book.tiny writes AdamW out: torch.optim's first optimizer imports torch._dynamo (seconds)."""
+    code = ("import sys, torch; from book import tiny; m = tiny.TinyGPT(tiny.TinyConfig(vocab=25)); "
+            "tiny.train(m, tiny.corpus()[1], steps=2); print('torch._dynamo' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "False"
 
 
 def test_a_loaded_model_is_the_trained_one_bit_for_bit(tmp_path, monkeypatch):
