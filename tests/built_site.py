@@ -3,6 +3,8 @@
 The pages and their order come from _toc.yml at run time, so the tests follow the chapters that exist.
 The site is the one `make book` writes into _build/html. The build command is written here once: `make book`
 runs this file (`python tests/built_site.py`), tests/test_build.py and tools/bench.py call `build()`.
+Its first step (`execute_chapters`) trains the two tiny models at once and executes the notebooks one per
+CPU at a time into the build's execution cache; `jupyter-book build` then finds every notebook cached.
 `ensure_built()` builds only when the site is missing, older than its sources, or its last build (recorded
 in _build/build-result.json) had warnings, so a full `make test` after `make book` builds nothing, and a
 test run builds at most once.
@@ -16,6 +18,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -93,7 +96,8 @@ def is_stale():
     pages = [HTML / f"{p}.html" for p in toc_pages()]
     if not all(p.exists() for p in pages) or not RESULT.exists():
         return True
-    if not json.loads(RESULT.read_text()).get("ok"):
+    last = json.loads(RESULT.read_text())
+    if not last.get("ok") or "executed_by_build" not in last:  # failed, or built before the first step existed
         return True
     return max(p.stat().st_mtime for p in _inputs()) > RESULT.stat().st_mtime
 
@@ -102,10 +106,98 @@ def warnings_in(log):
     return [ln for ln in log.splitlines() if re.search(r"\b(WARNING|ERROR)\b", ln) and "IPKernelApp" not in ln]
 
 
+def _cache(output):
+    from jupyter_cache import get_cache
+
+    return get_cache(str(Path(output) / "_build" / ".jupyter_cache"))  # where jupyter-book keeps it
+
+
+def as_myst_nb_reads(page):
+    """The notebook MyST-NB makes of a page, which its cache matches on (code cells and kernelspec)."""
+    import nbformat
+    from myst_nb.core.read import read_myst_markdown_notebook
+    from myst_parser.config.main import MdParserConfig
+
+    path = source_of(page)
+    if path.suffix == ".ipynb":
+        return nbformat.read(path, as_version=4)
+    extensions = config().get("parse", {}).get("myst_enable_extensions", [])
+    return read_myst_markdown_notebook(path.read_text(), MdParserConfig(enable_extensions=extensions), path=path)
+
+
+def _execute_one(page, cache, lock):
+    from jupyter_cache.base import CacheBundleIn
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    nb = as_myst_nb_reads(page)
+    with lock:
+        try:
+            cache.match_cache_notebook(nb)
+            return page, None  # cached already
+        except KeyError:
+            pass
+    timeout = config().get("execute", {}).get("timeout", 600)
+    result = single_nb_execution(nb, cwd=str(source_of(page).parent), timeout=timeout, allow_errors=False)
+    if result.err is None:
+        with lock:
+            cache.cache_notebook_bundle(CacheBundleIn(nb, str(source_of(page)), data={"execution_seconds": result.time}),
+                                        check_validity=False, overwrite=True)
+    return page, result
+
+
+def execute_chapters(output=OUTPUT, workers=None):
+    """Execute the notebook pages the build's cache lacks, `workers` at a time (one per CPU), into that cache.
+
+    The build itself (MyST-NB with `execute_notebooks: cache`) runs uncached notebooks one after the other,
+    each on one core; run first, this fills the same cache with the same notebooks (MyST-NB's reading of
+    each page), so the build finds them all. First the two tiny models are trained at once, one core each,
+    so that no two chapters train the same one. A notebook that fails here is left out of the cache: the
+    build runs it again and reports the failing cell.
+    """
+    import concurrent.futures
+
+    workers = workers or os.cpu_count() or 1
+    cache, lock = _cache(output), threading.Lock()
+    pages = [p for p in toc_pages() if is_notebook(p)]
+    missing = []
+    for page in pages:
+        try:
+            cache.match_cache_notebook(as_myst_nb_reads(page))
+        except KeyError:
+            missing.append(page)
+    report = {"workers": workers, "training_s": 0.0, "wall_s": 0.0, "pages": {}}
+    if missing:
+        start = time.perf_counter()
+        if any("trained_model(" in source_of(page).read_text() for page in missing):
+            train = "from book import tiny; tiny.trained_model(causal={})"  # loads it if it is already trained
+            trainers = [subprocess.Popen([sys.executable, "-c", train.format(c)], cwd=ROOT) for c in (True, False)]
+            for trainer in trainers:
+                trainer.wait()
+        report["training_s"] = time.perf_counter() - start
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            done = list(pool.map(lambda page: _execute_one(page, cache, lock), missing))
+        report["pages"] = {page: None if result.err else result.time for page, result in done if result is not None}
+        report["wall_s"] = time.perf_counter() - start
+    path = execution_report_path(output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1))
+    return report
+
+
+def execution_report_path(output=OUTPUT):
+    """What the last `execute_chapters` did: its workers, seconds training, seconds per page (None: failed)."""
+    return Path(output) / "_build" / "execution-report.json"
+
+
 def build(output=OUTPUT, echo=False, env=None):
     """Run the build of `make book` into `output`; return (ok, the warnings or the end of the log).
 
+    The notebooks are executed first, one per CPU at a time (`execute_chapters`, in a process with `env`).
     With echo, the log is also printed line by line as it comes (as `make book` shows it)."""
+    first = subprocess.run([sys.executable, __file__, "--execute", str(output)], cwd=ROOT, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if echo:
+        print(first.stdout, end="", flush=True)
     proc = subprocess.Popen(command(output), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=env)
     lines = []
@@ -117,9 +209,11 @@ def build(output=OUTPUT, echo=False, env=None):
     log = "".join(lines)
     warnings = warnings_in(log)
     ok = proc.returncode == 0 and not warnings
+    # notebooks the build ran itself: those that failed in the first step, or that the cache did not match
+    executed = sorted(set(re.findall(r"^(\S+?): Executing notebook", log, re.M)))
     result = Path(output) / "_build" / "build-result.json"
     if result.parent.exists():
-        result.write_text(json.dumps({"ok": ok, "warnings": warnings}, indent=1))
+        result.write_text(json.dumps({"ok": ok, "warnings": warnings, "executed_by_build": executed}, indent=1))
     return ok, "\n".join(warnings) or log[-3000:]
 
 
@@ -150,7 +244,14 @@ def serve(folder):
         server.server_close()
 
 
-if __name__ == "__main__":  # `make book`
+if __name__ == "__main__":  # `make book`; `--execute OUTPUT` is the first step of build()
+    if sys.argv[1:2] == ["--execute"]:
+        report = execute_chapters(sys.argv[2])
+        if report["pages"]:
+            print(f"trained the tiny models in {report['training_s']:.1f} s; then {report['workers']} notebooks at a time:")
+        for page, seconds in report["pages"].items():
+            print(f"  {page}: {'failed, left to the build' if seconds is None else f'executed in {seconds:.1f} s'}")
+        sys.exit()
     ok, message = build(echo=True)
     if not ok:
         sys.exit(f"\nthe book does not build cleanly:\n{message}")

@@ -9,6 +9,7 @@ folder. Times depend on the machine: each is printed with its budget and as a ra
 machine is named, so that figures from two machines are compared as ratios.
 """
 import argparse
+import json
 import os
 import platform
 import re
@@ -30,6 +31,33 @@ TEST_BUDGET_S = 300  # `make test` after install, on 2 cores
 SUITE_OF_ISSUE_12 = "515560a"  # the commit issue 12 measured (682 tests, 461 s), whose suite the budget is for
 PAGE_BUDGET_BYTES = 2 * 1024 * 1024  # no page over 2 MB with its images
 MiB = 1024 * 1024
+
+
+def speed():
+    """Seconds for a fixed piece of pure Python (ten million additions), so that days and machines compare."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(10_000_000):
+        total += i
+    return time.perf_counter() - start
+
+
+def alone_with_empty_model_cache(page):
+    """Seconds to execute one chapter by itself in a fresh kernel, with no trained model on disk."""
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    before = os.environ.get("BOOK_CACHE")
+    with tempfile.TemporaryDirectory(prefix="bench-models-") as models:
+        os.environ["BOOK_CACHE"] = models  # the kernel inherits it
+        try:
+            nb = built_site.as_myst_nb_reads(page)
+            result = single_nb_execution(nb, cwd=str(built_site.source_of(page).parent), timeout=600,
+                                         allow_errors=False)
+        finally:
+            os.environ.pop("BOOK_CACHE") if before is None else os.environ.__setitem__("BOOK_CACHE", before)
+    if result.err is not None:
+        sys.exit(f"{page} failed when run alone: {result.err}")
+    return result.time
 
 
 def machine():
@@ -98,12 +126,15 @@ def main():
 
     print(f"machine: {machine()}")
     print(f"date:    {time.strftime('%Y-%m-%d')}")
+    # one machine of the same type built the book cold in 63 s one day and 114 s the next: this figure tells
+    # such days apart
+    print(f"speed:   {speed():.2f} s for ten million additions in pure Python (a fixed yardstick of this machine)")
     # other work on the machine slows every time below: the load average says how busy it was
     print(f"load:    {os.getloadavg()[0]:.1f} (1-minute load average at the start; {os.cpu_count()} CPUs)\n")
 
     with tempfile.TemporaryDirectory(prefix="bench-book-") as out:
         build = Path(out) / "_build"
-        # cold: an empty cache of trained models too, so the first chapter that needs the tiny model trains it
+        # cold: an empty cache of trained models too, so the build trains the tiny models
         cold_env = {**os.environ, "BOOK_CACHE": str(Path(out) / "model-cache")}
         start = time.perf_counter()
         ok, message = built_site.build(out, env=cold_env)
@@ -111,19 +142,28 @@ def main():
         if not ok:
             print(message)
             sys.exit("the cold build failed")
+        report = json.loads(built_site.execution_report_path(out).read_text())  # the first step of the cold build
         start = time.perf_counter()
         built_site.build(out, env=cold_env)
         warm = time.perf_counter() - start
         print("build (the command of `make book`)")
         print(f"  cold, empty cache:  {cold:7.1f} s   budget {COLD_BUILD_BUDGET_S} s  {verdict(cold, COLD_BUILD_BUDGET_S)}")
+        print(f"    of which training the two tiny models at once: {report['training_s']:5.1f} s")
+        print(f"    then executing the notebooks, {report['workers']} at a time: "
+              f"{report['wall_s'] - report['training_s']:5.1f} s")
         print(f"  warm rebuild:       {warm:7.1f} s   ({warm / cold:.2f} of the cold build)\n")
 
         times = execution_times(build)
-        print(f"execution per chapter (from the build's execution cache; budget {CHAPTER_BUDGET_S} s on 2 cores)")
+        print(f"execution per chapter (from the build's execution cache, {report['workers']} at a time, the tiny "
+              f"models trained; budget {CHAPTER_BUDGET_S} s on 2 cores)")
         for name, seconds in sorted(times.items()):
             print(f"  {name:42} {seconds:6.1f} s  {verdict(seconds, CHAPTER_BUDGET_S)}")
         total = sum(times.values())
-        print(f"  {'all notebooks':42} {total:6.1f} s  ({total / cold:.2f} of the cold build)\n")
+        print(f"  {'all notebooks':42} {total:6.1f} s  (their sum)")
+        first = "chapters/01_next_token_prediction"
+        alone = alone_with_empty_model_cache(first)
+        print(f"  {first + '.md':42} {alone:6.1f} s  {verdict(alone, CHAPTER_BUDGET_S)}: run alone with an empty "
+              "model cache, so it trains the tiny model (a learner's first run on Binder)\n")
 
         html = build / "html"
         sizes = page_sizes(html)
