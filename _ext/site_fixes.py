@@ -17,11 +17,18 @@
   newline: the page then shows a blank line that was never printed (and the merged text was written back
   into the executed notebook, the piece kept beside it). The pieces are joined exactly as they came, into
   new outputs, before \r and \b are applied as MyST-NB does.
+- MyST-NB, when it finds a notebook in its execution cache, renders the cached outputs but writes the
+  notebook as read, without outputs, to _build/jupyter_execute/ and to the page's .ipynb download: it
+  writes the object it gave the cache client, which swapped in a merged copy. The merged cells and
+  metadata are put back into that object. `make book` executes every chapter into the cache before
+  Sphinx runs, so every build takes this path.
 """
 import copy
+import functools
 import hashlib
 from pathlib import Path
 
+import myst_nb.core.execute.cache
 import myst_nb.core.render
 import myst_nb.core.utils
 
@@ -70,8 +77,23 @@ def coalesce_streams_exactly(outputs):
     return myst_nb.core.utils.coalesce_streams(merged)
 
 
+def merge_cached_outputs_in_place(start_client):
+    @functools.wraps(start_client)
+    def start(client):
+        given = client._notebook
+        start_client(client)
+        if client._notebook is not given:  # a cache hit: the client holds a merged copy
+            given.cells[:] = client._notebook.cells
+            given.metadata = client._notebook.metadata
+            client._notebook = given
+    return start
+
+
 def setup(app):
     myst_nb.core.render.coalesce_streams = coalesce_streams_exactly
+    cache_client = myst_nb.core.execute.cache.NotebookClientCache
+    if not hasattr(cache_client.start_client, "__wrapped__"):
+        cache_client.start_client = merge_cached_outputs_in_place(cache_client.start_client)
     # Sphinx re-reads every page when an "env" config value changes: this one is the digest of the local
     # extensions, so changing one of them rewrites every page (an incremental build would keep stale ones)
     extensions = sorted(Path(__file__).parent.glob("*.py"))

@@ -7,8 +7,10 @@ again only when it changed, and a failing cell fails the build.
 import json
 import re
 
+import nbformat
+
 import built_site
-from notebooks import chapter_names, code_cells, read_chapter
+from notebooks import chapter_names, code_cells, read_chapter, read_golden
 
 
 def test_book_builds_without_warnings():
@@ -27,3 +29,14 @@ def test_book_builds_without_warnings():
         assert shown == figures, f"{name}: {figures} figure cells, {shown} figures on the page"
         images = re.findall(r'<img [^>]*src="([^"]+)"', page)
         assert all((html / "chapters" / src).resolve().exists() for src in images), f"{name}: an image file is missing"
+
+
+def test_the_download_of_each_chapter_holds_its_outputs():
+    """The page's .ipynb download (and _build/jupyter_execute/) comes from the cache with its outputs:
+    every code cell that prints in the golden prints in the download (_ext/site_fixes.py)."""
+    ok, message = built_site.ensure_built()
+    assert ok, message
+    for name in chapter_names():
+        download = nbformat.read(built_site.HTML / "_sources" / "chapters" / f"{name}.ipynb", as_version=4)
+        printing = [bool(c.get("outputs")) for c in code_cells(read_golden(name))]
+        assert [bool(c.get("outputs")) for c in code_cells(download)] == printing, f"{name}: outputs missing"
