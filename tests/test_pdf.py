@@ -1,5 +1,6 @@
 """`make pdf` prints the whole course as one PDF (tools/pdf.py): every page of the book, in order, with its
-figures embedded, its formulas typeset and the recap quiz's answers printed open under their questions.
+figures embedded, its formulas typeset, every line the chapters print whole (wrapped, not cut at the edge
+of the sheet) and the recap quiz's answers printed open under their questions.
 
 Needs Debian's chromium and poppler-utils (pdfunite, pdfinfo, pdftotext, pdfimages): skipped with the package's
 name on a reader's machine without them, failed under CI.
@@ -10,6 +11,7 @@ import shutil
 import subprocess
 import sys
 
+import nbformat
 import pytest
 
 import built_site
@@ -88,3 +90,24 @@ def test_quiz_answers_are_printed_open(course_pdf):
         prose = re.sub(r"\$[^$]*\$|\{[a-z]+\}`[^`]*`|`[^`]*`", " ", answer)  # formulas and roles print otherwise
         opening = " ".join(words(prose).split()[:5])  # its first five words
         assert opening in text, f"the quiz answer opening {opening!r} is not printed"
+
+
+def test_every_printed_line_is_in_the_text_whole(course_pdf):
+    """What the chapters print (their stdout, in the notebooks the build executed) is in the PDF's text, long
+    lines included: the website scrolls a wide line sideways, the sheet wraps it (a cut line loses its end).
+    Cells folded whole (hide-cell) are left out: they print folded."""
+    # without white space: the PDF's text keeps the words of a line in order, not the runs of spaces between them
+    text = re.sub(r"\s+", "", run("pdftotext", "-layout", str(course_pdf), "-"))
+    missing, wide = [], 0
+    for name in chapter_names():
+        executed = nbformat.read(built_site.OUTPUT / "_build" / "jupyter_execute" / "chapters" / f"{name}.ipynb", 4)
+        for cell in code_cells(executed):
+            if "hide-cell" in cell.metadata.get("tags", []):
+                continue
+            for out in cell.get("outputs", []):
+                for line in out.get("text", "").splitlines() if out.get("name") == "stdout" else []:
+                    wide += len(line) > 77
+                    if re.sub(r"\s+", "", line) not in text:
+                        missing.append(f"{name}: {line.strip()[:100]}")
+    assert wide > 100  # the check reads the wide lines (it was written when 198 of 673 lines were cut off)
+    assert not missing, f"{len(missing)} printed lines are not whole in the PDF, e.g.:\n" + "\n".join(missing[:10])
