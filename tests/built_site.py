@@ -88,6 +88,7 @@ def _inputs():
     paths = [source_of(p) for p in toc_pages()]
     paths += [ROOT / "_config.yml", ROOT / "_toc.yml", ROOT / "references.bib"]
     paths += list((ROOT / "_ext").glob("*.py")) + list((ROOT / "book" / "data" / "source_figures").glob("*.csv"))
+    paths += list((ROOT / "_static").glob("*"))
     return [p for p in paths if p.exists()]
 
 

@@ -8,7 +8,8 @@ opened in headless chromium from a local server, with the network closed (MathJa
 itself), and printed in the order of the book. Before printing, every folded answer of the recap quiz
 (a dropdown titled "Answer") is opened, so the printed quiz shows each answer under its question, in its
 titled box; folded code stays folded; figures are embedded as the page shows them; a printed line wider
-than the sheet (the website scrolls it sideways) wraps instead of being cut off. The pages are joined with poppler's
+than the sheet (the website scrolls it sideways) wraps instead of being cut off (the site's print
+stylesheet, _static/print.css, which a reader's own Print of a page uses too). The pages are joined with poppler's
 `pdfunite` (Debian's poppler-utils). A missing chromium or pdfunite is one line naming the package.
 """
 from __future__ import annotations
@@ -39,8 +40,6 @@ const style = document.createElement('style');
 style.textContent = `
   * { box-shadow: none !important; }  /* a shadow is printed as a page-wide bitmap */
   details.sd-dropdown { break-inside: avoid; }
-  /* a line wider than the sheet wraps at a space instead of being cut off at the edge of its box */
-  pre { white-space: pre-wrap !important; overflow: visible !important; }
   .bd-header, .bd-sidebar-primary, .bd-sidebar-secondary, .prev-next-area, .bd-footer, .header-article { display: none !important; }
   .bd-main .bd-content .bd-article-container { max-width: 100% !important; }
 `;
