@@ -20,6 +20,7 @@ import tempfile
 import time
 from html.parser import HTMLParser
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -46,15 +47,10 @@ def alone_with_empty_model_cache(page):
     """Seconds to execute one chapter by itself in a fresh kernel, with no trained model on disk."""
     from jupyter_cache.executors.utils import single_nb_execution
 
-    before = os.environ.get("BOOK_CACHE")
-    with tempfile.TemporaryDirectory(prefix="bench-models-") as models:
-        os.environ["BOOK_CACHE"] = models  # the kernel inherits it
-        try:
-            nb = built_site.as_myst_nb_reads(page)
-            result = single_nb_execution(nb, cwd=str(built_site.source_of(page).parent), timeout=600,
-                                         allow_errors=False)
-        finally:
-            os.environ.pop("BOOK_CACHE") if before is None else os.environ.__setitem__("BOOK_CACHE", before)
+    with tempfile.TemporaryDirectory(prefix="bench-models-") as models, \
+            mock.patch.dict(os.environ, {"BOOK_CACHE": models}):  # the kernel inherits the environment
+        nb = built_site.as_myst_nb_reads(page)
+        result = single_nb_execution(nb, cwd=str(built_site.source_of(page).parent), timeout=600, allow_errors=False)
     if result.err is not None:
         sys.exit(f"{page} failed when run alone: {result.err}")
     return result.time
