@@ -10,14 +10,18 @@ _build/screenshots/.
 
 Each page is opened once in light mode (the `opened` fixture), and every test that only reads a page
 reads that one load: loading a chapter takes a second or two. The dark-mode accessibility check and the
-tests that click (the colour switch, search, the quiz) open their own page.
+tests that click (the colour switch, search, the quiz) open their own page. axe checks every page in both
+modes once, one page per CPU at a time (each page has its own renderer process), before the first
+accessibility test reports.
 
 The network is closed, for the whole browser context: a request that leaves localhost is aborted and
 recorded, and a page that makes one fails. The site needs none: MathJax is served from _static/mathjax/
 (_ext/offline_site.py), so every formula is typeset with no network, as from a folder or a USB stick in a
 classroom: no raw `\(`, `\[` or `$$` is left in the text, and MathJax reports no error.
 """
+import os
 import re
+import time
 from urllib.parse import urljoin
 
 import jupytext
@@ -155,10 +159,11 @@ MARK_CODE_SAMPLES = f"""() => {{
 }}"""
 
 
-def axe_violations(page, mode):
-    """axe-core's violations on the page: every rule outside code blocks and on the sample tokens, every rule but
-    colour contrast on the code blocks; in dark mode the colour rules only. Each axe run costs about a second of
-    setup on a chapter, whatever its context, hence two runs, not one per part."""
+def start_axe(page, mode):
+    """Start axe-core on the page and return at once, so that pages are checked side by side (each has its own
+    renderer process): every rule outside code blocks and on the sample tokens, every rule but colour contrast
+    on the code blocks; in dark mode the colour rules only. Each axe run costs about a second of setup on a
+    chapter, whatever its context, hence two runs, not one per part. Returns (tokens, kinds of token)."""
     from axe_playwright_python.base import AXE_SCRIPT
 
     page.evaluate(AXE_SCRIPT)
@@ -168,19 +173,78 @@ def axe_violations(page, mode):
     runs = [(outside_code, {"runOnly": {"type": "rule", "values": COLOUR_RULES}} if mode == "dark" else {})]
     if mode == "light" and page.query_selector("pre"):
         runs.append(({"include": [["pre"]]}, {"rules": {"color-contrast": {"enabled": False}}}))
-    found = []
-    for context, options in runs:
-        found += page.evaluate("([c, o]) => axe.run(c, o).then(r => r.violations)",
-                               [context, {**options, "resultTypes": ["violations"]}])
-    return found, tokens, kinds
+    # axe.run does most of its work before it returns its promise: started from a timer, it leaves
+    # `evaluate` free to return at once
+    page.evaluate("""(runs) => {
+        window.__axe = null;
+        setTimeout(async () => {
+            try {
+                const found = [];
+                for (const [context, options] of runs) found.push(...(await axe.run(context, options)).violations);
+                window.__axe = {found};
+            } catch (error) {
+                window.__axe = {error: String(error)};
+            }
+        }, 0);
+    }""", [[context, {**options, "resultTypes": ["violations"]}] for context, options in runs])
+    return tokens, kinds
+
+
+def axe_result(page):
+    """The violations found by the axe runs that `start_axe` began on the page, once they end."""
+    page.wait_for_function("() => window.__axe", polling=100, timeout=180_000)  # polled: no animation frames needed
+    return _found(page.evaluate("window.__axe"))
+
+
+def _found(result):
+    assert "error" not in result, f"axe failed: {result.get('error')}"
+    return result["found"]
+
+
+def axe_violations(page, mode):
+    tokens, kinds = start_axe(page, mode)
+    return axe_result(page), tokens, kinds
+
+
+@pytest.fixture(scope="module")
+def axe_on_every_page(opened, browser_context, site_url):
+    """{(page, mode): (the theme the page shows, axe's violations)} for every page in both modes, one page per
+    CPU at a time: the light pages are the shared loads, the dark ones are opened here and closed once checked."""
+    results, running = {}, []
+    deadline = time.monotonic() + 600
+
+    def finish_one():
+        """Wait for whichever running check ends first, and keep its result."""
+        while time.monotonic() < deadline:
+            for i, ((page_name, mode), v, theme) in enumerate(running):
+                result = v.page.evaluate("window.__axe")
+                if result:
+                    del running[i]
+                    results[page_name, mode] = theme, _found(result)
+                    if mode == "dark":
+                        v.close()
+                    return
+            time.sleep(0.1)
+        raise AssertionError(f"axe did not finish within 600 s on {[key for key, _, _ in running]}")
+
+    for page_name in PAGES:
+        for mode in ("light", "dark"):
+            v = opened(page_name) if mode == "light" else Visit(browser_context, site_url, page_name, mode)
+            theme = v.page.evaluate("document.documentElement.dataset.theme")
+            start_axe(v.page, mode)
+            running.append(((page_name, mode), v, theme))
+            if len(running) >= (os.cpu_count() or 1):
+                finish_one()
+    while running:
+        finish_one()
+    return results
 
 
 @pytest.mark.parametrize("mode", ["light", "dark"])
 @pytest.mark.parametrize("page_name", PAGES)
-def test_no_serious_accessibility_violation(opened, visit, page_name, mode):
-    v = opened(page_name) if mode == "light" else visit(page_name, mode)  # only this test reads a dark page
-    assert v.page.evaluate("document.documentElement.dataset.theme") == mode
-    found, _, _ = axe_violations(v.page, mode)
+def test_no_serious_accessibility_violation(axe_on_every_page, page_name, mode):
+    theme, found = axe_on_every_page[page_name, mode]
+    assert theme == mode
     violations = [x for x in found if x["impact"] in ("critical", "serious")]
     report = [f"{x['id']} ({x['impact']}): {x['help']}; e.g. {x['nodes'][0]['target']} "
               f"({len(x['nodes'])} elements)" for x in violations]
