@@ -178,7 +178,8 @@ class TinyGPT(nn.Module):
 
 class AdamW:
     """The update of `torch.optim.AdamW` at its defaults, written out: per parameter, the same tensor
-    operations in the same order, so the weights come out the same to the bit (tests/test_tiny.py checks).
+    operations in the same order as its CPU path, so the weights come out the same to the bit with the pinned
+    PyTorch (tests/test_tiny.py checks).
 
     Why not torch's own: the first optimizer a Python process creates imports `torch._dynamo`, which
     takes 1.5 to 3 s, longer than a third of the training itself. The two moments kept for every

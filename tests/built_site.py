@@ -141,8 +141,8 @@ def _execute_one(page, cache, lock):
     result = single_nb_execution(nb, cwd=str(source_of(page).parent), timeout=timeout, allow_errors=False)
     if result.err is None:
         with lock:
-            cache.cache_notebook_bundle(CacheBundleIn(nb, str(source_of(page)), data={"execution_seconds": result.time}),
-                                        check_validity=False, overwrite=True)
+            bundle = CacheBundleIn(nb, str(source_of(page)), data={"execution_seconds": result.time})
+            cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
     return page, result
 
 
@@ -169,7 +169,7 @@ def execute_chapters(output=OUTPUT, workers=None):
     report = {"workers": workers, "training_s": 0.0, "wall_s": 0.0, "pages": {}}
     if missing:
         start = time.perf_counter()
-        if any("trained_model(" in source_of(page).read_text() for page in missing):
+        if any("trained_model(" in source_of(page).read_text() for page in missing):  # a chapter to run needs it
             train = "from book import tiny; tiny.trained_model(causal={})"  # loads it if it is already trained
             trainers = [subprocess.Popen([sys.executable, "-c", train.format(c)], cwd=ROOT) for c in (True, False)]
             for trainer in trainers:
@@ -249,7 +249,8 @@ if __name__ == "__main__":  # `make book`; `--execute OUTPUT` is the first step 
     if sys.argv[1:2] == ["--execute"]:
         report = execute_chapters(sys.argv[2])
         if report["pages"]:
-            print(f"trained the tiny models in {report['training_s']:.1f} s; then {report['workers']} notebooks at a time:")
+            print(f"trained the tiny models in {report['training_s']:.1f} s; "
+                  f"then {report['workers']} notebooks at a time:")
         for page, seconds in report["pages"].items():
             print(f"  {page}: {'failed, left to the build' if seconds is None else f'executed in {seconds:.1f} s'}")
         sys.exit()

@@ -47,8 +47,9 @@ def test_the_written_out_adamw_is_torchs_bit_for_bit():
 
 def test_training_does_not_import_torch_dynamo():
     """The reason book.tiny writes AdamW out: torch.optim's first optimizer imports torch._dynamo (seconds)."""
-    code = ("import sys, torch; from book import tiny; m = tiny.TinyGPT(tiny.TinyConfig(vocab=25)); "
-            "tiny.train(m, tiny.corpus()[1], steps=2); print('torch._dynamo' in sys.modules)")
+    code = ("import sys; from book import tiny; tokenizer, data = tiny.corpus(); "
+            "tiny.train(tiny.TinyGPT(tiny.TinyConfig(vocab=len(tokenizer))), data, steps=2); "
+            "print('torch._dynamo' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "False"
 

@@ -122,8 +122,8 @@ def main():
 
     print(f"machine: {machine()}")
     print(f"date:    {time.strftime('%Y-%m-%d')}")
-    # one machine of the same type built the book cold in 63 s one day and 114 s the next: this figure tells
-    # such days apart
+    # one machine of the same type built the book cold in 63 s one day and 114 s the next: the budgets below
+    # are absolute seconds, so this shows how fast the machine was while they were taken
     print(f"speed:   {speed():.2f} s for ten million additions in pure Python (a fixed yardstick of this machine)")
     # other work on the machine slows every time below: the load average says how busy it was
     print(f"load:    {os.getloadavg()[0]:.1f} (1-minute load average at the start; {os.cpu_count()} CPUs)\n")
