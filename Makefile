@@ -20,8 +20,10 @@ setup: $(STAMP)
 book: setup
 	$(BIN)/python tests/built_site.py
 
+# the test files side by side, one worker per CPU, each file whole on one worker, in the order of
+# tests/conftest.py (a plain `.venv/bin/python -m pytest FILE` runs serially, as before)
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --no-loadscope-reorder
 
 # Regenerate the executed golden notebooks: all of them, or one with CH=01_next_token_prediction
 golden: setup

@@ -11,6 +11,7 @@ test run builds at most once.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
@@ -220,10 +221,17 @@ def build(output=OUTPUT, echo=False, env=None):
 
 @functools.cache
 def ensure_built():
-    """Build the site if it is stale; at most once per test run. Returns (ok, message)."""
-    if not is_stale():
-        return True, ""
-    return build()
+    """Build the site if it is stale; at most once per test run. Returns (ok, message).
+
+    Under a lock: when `make test` runs test files side by side, the first worker to need the site builds it
+    and the others wait for it, then find it fresh."""
+    lock = OUTPUT / "_build" / ".build.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # released when the file is closed
+        if not is_stale():
+            return True, ""
+        return build()
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):

@@ -33,9 +33,26 @@ def pytest_configure(config):
         config.option.nbval_kernel_name = ONE_THREAD_KERNEL
 
 
+# The order of the test files. `make test` runs them side by side, one worker per CPU, each file whole on one
+# worker, taken in this order (pytest-xdist's loadfile, not reordered); a worker takes its next file when it is
+# nearly done with one, and the first two workers each take two at the start. test_build.py builds
+# _build/html first (a file lock keeps the others waiting, built_site.ensure_built); a file that needs no
+# site comes second, so the second worker is not left waiting for the build; the browser tests, the longest
+# file (about a third of the suite), come third, right after the build on the first worker; then the other
+# long files; the rest keep pytest's order. Run serially (plain `pytest`), the order is the same.
+ORDER = ["test_build.py", "test_grading_attacks.py", "test_browser.py", "golden", "test_jupyterlab.py",
+         "test_pdf.py", "test_jupyter_server.py", "test_exercises.py", "test_tiny.py"]
+
+
+def _rank(item):
+    for rank, name in enumerate(ORDER):
+        if name in (item.path.name, item.path.parent.name):
+            return rank
+    return len(ORDER)
+
+
 def pytest_collection_modifyitems(items):
-    # test_build.py builds _build/html; the tests that read the site come after it and reuse it
-    items.sort(key=lambda item: item.path.name != "test_build.py")
+    items.sort(key=_rank)  # stable: within a file, and among the files not listed, pytest's order stays
 
 
 @pytest.fixture(scope="session")
