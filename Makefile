@@ -20,10 +20,12 @@ setup: $(STAMP)
 book: setup
 	$(BIN)/python tests/built_site.py
 
-# the test files side by side, one worker per CPU, each file whole on one worker, in the order of
-# tests/conftest.py (a plain `.venv/bin/python -m pytest FILE` runs serially, as before)
+# The test files side by side, one worker per CPU, each file whole on one worker, in the order of
+# tests/conftest.py; TESTS="tests/test_prose.py tests/golden" runs some of them (tools/bench.py times the
+# suite of issue 12 this way). A plain `.venv/bin/python -m pytest FILE` runs serially.
+TESTS ?=
 test: setup
-	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --no-loadscope-reorder $(TESTS)
 
 # Regenerate the executed golden notebooks: all of them, or one with CH=01_next_token_prediction
 golden: setup

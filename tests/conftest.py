@@ -34,14 +34,15 @@ def pytest_configure(config):
 
 
 # The order of the test files. `make test` runs them side by side, one worker per CPU, each file whole on one
-# worker, taken in this order (pytest-xdist's loadfile, not reordered); a worker takes its next file when it is
-# nearly done with one, and the first two workers each take two at the start. test_build.py builds
-# _build/html first (a file lock keeps the others waiting, built_site.ensure_built); a file that needs no
-# site comes second, so the second worker is not left waiting for the build; the browser tests, the longest
-# file (about a third of the suite), come third, right after the build on the first worker; then the other
-# long files; the rest keep pytest's order. Run serially (plain `pytest`), the order is the same.
-ORDER = ["test_build.py", "test_grading_attacks.py", "test_browser.py", "golden", "test_jupyterlab.py",
-         "test_pdf.py", "test_jupyter_server.py", "test_exercises.py", "test_tiny.py"]
+# worker (a golden notebook is a file), taken in this order (pytest-xdist's loadfile, not reordered). The first
+# two workers take the first two files, then the first worker takes the third at once, as a worker takes its
+# next file when it has two tests or fewer left (test_build.py has two). test_build.py builds _build/html first
+# (a file lock keeps any other worker that needs the site waiting, built_site.ensure_built); the golden of
+# chapter 1, which needs no site, goes to the second worker; the browser tests, the longest file (about a third
+# of the suite), follow the build on the first worker; then the other long files; the rest keep pytest's
+# order. Run serially (a plain `pytest`), the order is the same.
+ORDER = ["test_build.py", "01_next_token_prediction.ipynb", "test_browser.py", "golden", "test_grading_attacks.py",
+         "test_jupyterlab.py", "test_pdf.py", "test_jupyter_server.py", "test_exercises.py", "test_tiny.py"]
 
 
 def _rank(item):
