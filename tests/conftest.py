@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 import built_site
-from browser_pages import Visit
 
 
 ONE_THREAD_KERNEL = "python3-one-thread"
@@ -39,12 +38,11 @@ def pytest_configure(config):
 # two workers take the first two files, then the first worker takes the third at once, as a worker takes its
 # next file when it has two tests or fewer left (test_build.py has two). test_build.py builds _build/html first
 # (a file lock keeps any other worker that needs the site waiting, built_site.ensure_built); the golden of
-# chapter 1, which needs no site, goes to the second worker; the accessibility checks, the longest file, follow
-# the build on the first worker; then the other long files, the longest first; the short ones keep pytest's
-# order at the end. Run serially (a plain `pytest`), the order is the same.
-ORDER = ["test_build.py", "01_next_token_prediction.ipynb", "test_accessibility.py", "golden", "test_jupyterlab.py",
-         "test_pdf.py", "test_browser.py", "test_grading_attacks.py", "test_exercises.py", "test_jupyter_server.py",
-         "test_tiny.py"]
+# chapter 1, which needs no site, goes to the second worker; the browser tests, the longest file (about a third
+# of the suite), follow the build on the first worker; then the other long files; the rest keep pytest's
+# order. Run serially (a plain `pytest`), the order is the same.
+ORDER = ["test_build.py", "01_next_token_prediction.ipynb", "test_browser.py", "golden", "test_grading_attacks.py",
+         "test_jupyterlab.py", "test_pdf.py", "test_jupyter_server.py", "test_exercises.py", "test_tiny.py"]
 
 
 def _rank(item):
@@ -102,32 +100,3 @@ def browser_context():
         context.route(re.compile(r"^(?!http://127\.0\.0\.1[:/]).*"), lambda route: route.abort())
         yield context
         context.close()
-
-
-@pytest.fixture
-def visit(browser_context, site_url):
-    """A new page, for a test that clicks or navigates; closed after the test."""
-    fresh = []
-
-    def open_page(page_name, mode="light"):
-        fresh.append(Visit(browser_context, site_url, page_name, mode))
-        return fresh[-1]
-
-    yield open_page
-    for v in fresh:
-        v.close()
-
-
-@pytest.fixture(scope="module")
-def opened(browser_context, site_url):
-    """Each page loaded once in light mode and kept open, for the tests of a file that only read it."""
-    pages = {}
-
-    def open_page(page_name):
-        if page_name not in pages:
-            pages[page_name] = Visit(browser_context, site_url, page_name)
-        return pages[page_name]
-
-    yield open_page
-    for v in pages.values():
-        v.close()

@@ -1,23 +1,27 @@
 r"""The website works in a real browser (Debian's chromium, headless, driven by Playwright).
 
 On every page of _toc.yml: it loads with no console error; every image has loaded and has alt text, and
-a chapter shows one loaded figure per figure cell, each with a caption and an alt text that states a number.
-Across pages: the next/previous links walk the book in the order of _toc.yml; the search page finds "cache"
-in the key-value-cache chapter; each notebook page's Binder button opens that page's file in JupyterLab; the
+a chapter shows one loaded figure per figure cell, each with a caption and an alt text that states a number; axe-core
+finds no critical or serious accessibility violation, in light and in dark mode. Across pages: the
+next/previous links walk the book in the order of _toc.yml; the search page finds "cache" in the
+key-value-cache chapter; each notebook page's Binder button opens that page's file in JupyterLab; the
 recap quiz hides its answers until clicked. A screenshot of the first screen of each page goes to
-_build/screenshots/. The accessibility checks (axe-core) are in test_accessibility.py, so that `make test`
-can run the two files side by side.
+_build/screenshots/.
 
 Each page is opened once in light mode (the `opened` fixture), and every test that only reads a page
-reads that one load: loading a chapter takes a second or two. The tests that click (the colour switch,
-search, the quiz) open their own page.
+reads that one load: loading a chapter takes a second or two. The dark-mode accessibility check and the
+tests that click (the colour switch, search, the quiz) open their own page. axe checks every page in both
+modes once, one page per CPU at a time (each page has its own renderer process), before the first
+accessibility test reports.
 
 The network is closed, for the whole browser context: a request that leaves localhost is aborted and
 recorded, and a page that makes one fails. The site needs none: MathJax is served from _static/mathjax/
 (_ext/offline_site.py), so every formula is typeset with no network, as from a folder or a USB stick in a
 classroom: no raw `\(`, `\[` or `$$` is left in the text, and MathJax reports no error.
 """
+import os
 import re
+import time
 from urllib.parse import urljoin
 
 import jupytext
@@ -30,6 +34,73 @@ NOTEBOOKS = [p for p in PAGES if built_site.is_notebook(p)]
 QUIZ = "chapters/09_recap_quiz"
 KV_CACHE = "chapters/04_kv_cache"
 GENERIC_ALT = re.compile(r"^(a |an |the )?(plot|figure|image|chart|graph|picture|png)\b", re.IGNORECASE)
+
+
+class Visit:
+    """One page opened in the browser, with what it logged and every request it tried outside localhost."""
+
+    def __init__(self, context, base, page_name, mode="light"):
+        self.page = context.new_page()
+        self.errors, self.external = [], []
+        self.page.add_init_script(f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');")
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append((m.text, m.location.get("url", ""))))
+        self.page.on("pageerror", lambda e: self.errors.append((f"uncaught: {e}", "")))
+        # recorded, not intercepted: routing every request of the page through Python made each page load take
+        # seconds; the context's route already aborts whatever is not on localhost
+        self.page.on("request", self._record)
+        self.base = base
+        self.page.goto(urljoin(base, f"{page_name}.html"), wait_until="load")
+
+    def _record(self, request):
+        url = request.url
+        if url.startswith(("http:", "https:", "ws:", "wss:", "ftp:")) and not url.startswith(self.base):
+            self.external.append(url)
+
+    def console_errors(self):
+        return [text for text, _ in self.errors]
+
+    def unexpected_requests(self):
+        return list(self.external)
+
+    def images(self):
+        """(src, natural width, alt, inside a <figure>) for every image, after each has loaded or failed."""
+        return self.page.evaluate("""async () => {
+            const images = Array.from(document.images);
+            await Promise.all(images.map(i => i.decode().catch(() => null)));
+            return images.map(i => [i.getAttribute('src'), i.naturalWidth, i.getAttribute('alt'), !!i.closest('figure')]);
+        }""")
+
+    def close(self):
+        self.page.close()
+
+
+@pytest.fixture
+def visit(browser_context, site_url):
+    """A new page, for a test that clicks or navigates; closed after the test."""
+    fresh = []
+
+    def open_page(page_name, mode="light"):
+        fresh.append(Visit(browser_context, site_url, page_name, mode))
+        return fresh[-1]
+
+    yield open_page
+    for v in fresh:
+        v.close()
+
+
+@pytest.fixture(scope="module")
+def opened(browser_context, site_url):
+    """Each page loaded once in light mode and kept open, for the tests that only read it."""
+    pages = {}
+
+    def open_page(page_name):
+        if page_name not in pages:
+            pages[page_name] = Visit(browser_context, site_url, page_name)
+        return pages[page_name]
+
+    yield open_page
+    for v in pages.values():
+        v.close()
 
 
 def figure_cells(page_name):
@@ -61,6 +132,140 @@ def test_page_loads_with_its_figures(opened, page_name):
     for src, alt in figures:
         assert not GENERIC_ALT.match(alt) and len(alt.split()) >= 8 and re.search(r"\d", alt), (
             f"{page_name}: the alt text of {src} should say what the picture shows and its key number: {alt!r}")
+
+
+# A code block is hundreds of highlighted tokens (two thirds of a chapter's elements, 4,000 in chapter 1), and
+# axe's colour-contrast rule spent most of its time on them (5 to 8 s a chapter, idle). A token's contrast depends only on its
+# colour, size and weight and on the background behind it, so the contrast of code is checked on one sample of
+# each kind of token on the page (chapter 1: 7 kinds), the other rules on every code block, and everything
+# outside code in full. The markup is the same in both colour modes, so dark mode runs the colour rules only.
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+SAMPLE = "data-axe-sample"
+MARK_CODE_SAMPLES = f"""() => {{
+    const seen = new Set();
+    const tokens = Array.from(document.querySelectorAll('pre span, pre'))
+        .filter(e => e.tagName === 'SPAN' || e.childElementCount === 0);  // a token, or a block of plain text
+    for (const token of tokens) {{
+        const style = getComputedStyle(token);
+        const key = [style.color, style.fontSize, style.fontWeight, style.opacity];
+        for (let e = token; e; e = e.parentElement) {{  // the backgrounds up to the first opaque one
+            const background = getComputedStyle(e).backgroundColor;
+            key.push(background);
+            if (!background.startsWith('rgba') || background.endsWith(', 1)')) break;
+        }}
+        if (!seen.has(key.join('|'))) {{ seen.add(key.join('|')); token.setAttribute('{SAMPLE}', ''); }}
+    }}
+    return [tokens.length, seen.size];
+}}"""
+
+
+def start_axe(page, mode):
+    """Start axe-core on the page and return at once, so that pages are checked side by side (each has its own
+    renderer process): every rule outside code blocks and on the sample tokens, every rule but colour contrast
+    on the code blocks; in dark mode the colour rules only. Each axe run costs about a second of setup on a
+    chapter, whatever its context, hence two runs, not one per part. Returns (tokens, kinds of token)."""
+    from axe_playwright_python.base import AXE_SCRIPT
+
+    page.evaluate(AXE_SCRIPT)
+    tokens, kinds = page.evaluate(MARK_CODE_SAMPLES)
+    # the deeper of an include and an exclude wins: the samples are checked, the rest of each <pre> is not
+    outside_code = {"include": [["body"], [f"[{SAMPLE}]"]], "exclude": [["pre"]]}
+    runs = [(outside_code, {"runOnly": {"type": "rule", "values": COLOUR_RULES}} if mode == "dark" else {})]
+    if mode == "light" and page.query_selector("pre"):
+        runs.append(({"include": [["pre"]]}, {"rules": {"color-contrast": {"enabled": False}}}))
+    # axe.run does most of its work before it returns its promise: started from a timer, it leaves
+    # `evaluate` free to return at once
+    page.evaluate("""(runs) => {
+        window.__axe = null;
+        setTimeout(async () => {
+            try {
+                const found = [];
+                for (const [context, options] of runs) found.push(...(await axe.run(context, options)).violations);
+                window.__axe = {found};
+            } catch (error) {
+                window.__axe = {error: String(error)};
+            }
+        }, 0);
+    }""", [[context, {**options, "resultTypes": ["violations"]}] for context, options in runs])
+    return tokens, kinds
+
+
+def axe_result(page):
+    """The violations found by the axe runs that `start_axe` began on the page, once they end."""
+    page.wait_for_function("() => window.__axe", polling=100, timeout=180_000)  # polled: no animation frames needed
+    return _found(page.evaluate("window.__axe"))
+
+
+def _found(result):
+    assert "error" not in result, f"axe failed: {result.get('error')}"
+    return result["found"]
+
+
+def axe_violations(page, mode):
+    tokens, kinds = start_axe(page, mode)
+    return axe_result(page), tokens, kinds
+
+
+@pytest.fixture(scope="module")
+def axe_on_every_page(opened, browser_context, site_url):
+    """{(page, mode): (the theme the page shows, axe's violations)} for every page in both modes, one page per
+    CPU at a time: the light pages are the shared loads, the dark ones are opened here and closed once checked."""
+    results, running = {}, []
+    deadline = time.monotonic() + 600
+
+    def finish_one():
+        """Wait for whichever running check ends first, and keep its result."""
+        while time.monotonic() < deadline:
+            for i, ((page_name, mode), v, theme) in enumerate(running):
+                result = v.page.evaluate("window.__axe")
+                if result:
+                    del running[i]
+                    results[page_name, mode] = theme, _found(result)
+                    if mode == "dark":
+                        v.close()
+                    return
+            time.sleep(0.1)
+        raise AssertionError(f"axe did not finish within 600 s on {[key for key, _, _ in running]}")
+
+    for page_name in PAGES:
+        for mode in ("light", "dark"):
+            v = opened(page_name) if mode == "light" else Visit(browser_context, site_url, page_name, mode)
+            theme = v.page.evaluate("document.documentElement.dataset.theme")
+            start_axe(v.page, mode)
+            running.append(((page_name, mode), v, theme))
+            if len(running) >= (os.cpu_count() or 1):
+                finish_one()
+    while running:
+        finish_one()
+    return results
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("page_name", PAGES)
+def test_no_serious_accessibility_violation(axe_on_every_page, page_name, mode):
+    theme, found = axe_on_every_page[page_name, mode]
+    assert theme == mode
+    violations = [x for x in found if x["impact"] in ("critical", "serious")]
+    report = [f"{x['id']} ({x['impact']}): {x['help']}; e.g. {x['nodes'][0]['target']} "
+              f"({len(x['nodes'])} elements)" for x in violations]
+    assert not report, f"{page_name} in {mode} mode:\n" + "\n".join(report)
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_sampled_code_contrast_still_finds_a_faint_token(visit, mode):
+    """The sample hides only tokens alike to one axe checks: a faint token, written twice among ordinary ones in a
+    code block, and a faint block of plain text are each reported once, in both modes."""
+    v = visit(PAGES[0], mode)
+    v.page.evaluate("""() => {
+        const ordinary = '<span class="n">x</span> <span class="o">=</span> <span class="mi">1</span> ';
+        const faint = '<span style="color: #777">faint</span> ';
+        document.querySelector('article').insertAdjacentHTML('beforeend',
+            '<div class="highlight"><pre>' + ordinary + faint + ordinary + faint + ordinary + '</pre></div>'
+            + '<div class="output"><pre style="color: #777">faint output</pre></div>');
+    }""")
+    found, tokens, kinds = axe_violations(v.page, mode)
+    faint = [n["html"] for x in found if x["id"] == "color-contrast" for n in x["nodes"]]
+    assert kinds < tokens and len(faint) == 2, f"{mode}: {kinds} kinds of {tokens} tokens; reported: {faint}"
 
 
 def _walk(opened, first, selector):

@@ -30,7 +30,6 @@ CHAPTER_BUDGET_S = 10  # the tiny model is trained once per cache (book.tiny.tra
 COLD_BUILD_BUDGET_S = 60  # a cold `make book` (empty build and model caches) in under a minute after install
 TEST_BUDGET_S = 300  # `make test` after install, on 2 cores
 SUITE_OF_ISSUE_12 = "515560a"  # the commit issue 12 measured (682 tests, 461 s), whose suite the budget is for
-SPLIT_SINCE = {"test_accessibility.py": "test_browser.py"}  # files cut out of a file of that suite count with it
 PAGE_BUDGET_BYTES = 2 * 1024 * 1024  # no page over 2 MB with its images
 MiB = 1024 * 1024
 
@@ -189,7 +188,6 @@ def test_report():
     clone. Each run's test files run side by side (see the Makefile), so the seconds per file overlap and add up
     to more than the run's time."""
     then = files_at(SUITE_OF_ISSUE_12)
-    then |= {part for part, whole in SPLIT_SINCE.items() if whole in then}
     now = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
     runs = [(f"the test files of {SUITE_OF_ISSUE_12} (the suite issue 12 budgets) and the goldens",
              [f"tests/{n}" for n in now if n in then] + ["tests/golden"], TEST_BUDGET_S),
