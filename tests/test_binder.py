@@ -109,5 +109,9 @@ def test_post_build_installs_the_jupytext_viewer_and_the_book_package(tmp_path):
     assert run.returncode == 0, run.stderr
     installed = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
     assert json.loads(installed.read_text()) == overrides
-    assert "-m pip install --no-deps --editable ." in (tmp_path / "python.log").read_text()
+    calls = (tmp_path / "python.log").read_text().splitlines()
+    assert "-m pip install --no-deps --editable ." in calls
+    # then, with the package installed, the two tiny models are trained into the image's cache
+    training = calls[calls.index("-m pip install --no-deps --editable .") + 1:]
+    assert any("tiny.trained_model()" in c and "tiny.trained_model(causal=False)" in c for c in training), calls
     assert os.access(BINDER / "postBuild", os.X_OK), "repo2docker runs postBuild only if it is executable"

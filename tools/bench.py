@@ -159,7 +159,8 @@ def main():
         first = "chapters/01_next_token_prediction"
         alone = alone_with_empty_model_cache(first)
         print(f"  {first + '.md':42} {alone:6.1f} s  {verdict(alone, CHAPTER_BUDGET_S)}: run alone with an empty "
-              "model cache, so it trains the tiny model (a learner's first run on Binder)\n")
+              "model cache, so it trains the tiny model (a learner's first chapter on their own machine; on Binder, "
+              "postBuild trains it into the image)\n")
 
         html = build / "html"
         sizes = page_sizes(html)
