@@ -1,5 +1,6 @@
 """The built website has no broken internal link: every relative href and src leads to a file, and every
 #anchor to an element with that id on the target page. External links are not followed (no network)."""
+import re
 from html.parser import HTMLParser
 from urllib.parse import unquote, urldefrag, urlsplit
 
@@ -88,3 +89,27 @@ def test_binder_links_open_files_of_the_repository(site):
             if "/v2/gh/" in link and not (link.startswith(prefix) and (built_site.ROOT / unquote(link[len(prefix):])).is_file()):
                 bad.append(f"{page.relative_to(site)}: {link}")
     assert not bad, "Binder links to a wrong repository or a missing file:\n" + "\n".join(bad)
+
+
+ROLE_REF = re.compile(r"\{ref\}`(?:[^`<]*<)?([^`<>]+)>?`")
+LABEL = re.compile(r"^\(([\w-]+)\)=\s*$", re.MULTILINE)
+
+
+def references_to_other_pages(text):
+    """The {ref} labels of a page that the page does not define itself."""
+    return sorted({m.group(1).strip() for m in ROLE_REF.finditer(text)} - set(LABEL.findall(text)))
+
+
+@pytest.mark.parametrize("page", built_site.toc_pages())
+def test_pages_link_other_pages_as_files(page):
+    """In JupyterLab a learner reads a page as a notebook, where jupyterlab-myst resolves a {ref} to a label of
+    the same page only (tests/test_jupyterlab.py sees the others shown as bare labels with a warning sign): a
+    page links another one as a file, [its title](04_kv_cache.md), which the website resolves too."""
+    source = built_site.source_of(page)
+    other = references_to_other_pages(source.read_text())
+    assert not other, f"{source.relative_to(built_site.ROOT)}: {{ref}} to labels of other pages {other}; link the file"
+
+
+def test_the_reference_check_finds_a_label_of_another_page():
+    text = "(here)=\n# A page\n\nSee {ref}`here`, {ref}`the cache <ch-kv-cache>` and {ref}`exercises`.\n"
+    assert references_to_other_pages(text) == ["ch-kv-cache", "exercises"]
