@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 # Two pinned sets: requirements.txt is what a learner needs (Binder installs only that one);
 # requirements-dev.txt adds the website build, the tests and the formatter, and includes the first.
+# Each set pins every package it needs, so it is installed with --no-deps (pip resolves nothing, and
+# otter-grader's nbconvert[webpdf] does not pull a browser driver into the learner set); pip check proves it whole.
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: setup book test bench golden exercises grade release pdf clean
@@ -11,7 +13,8 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt py
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-dev.txt
+	$(BIN)/python -m pip check
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 setup: $(STAMP)

@@ -86,7 +86,7 @@ def lab(tmp_path_factory):
     """(base URL, token) of a JupyterLab started as a learner on Binder has it, on a copy of the course."""
     jupyter_lab = shutil.which("jupyter-lab", path=os.path.dirname(sys.executable))
     if jupyter_lab is None:
-        _unavailable("the JupyterLab test needs JupyterLab: pip install -r requirements.txt")
+        _unavailable("the JupyterLab test needs JupyterLab: pip install --no-deps -r requirements.txt")
     started = time.monotonic()
     home = tmp_path_factory.mktemp("jupyterlab")
     for path in (CHAPTER, QUIZ, EXERCISE):

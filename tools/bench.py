@@ -31,6 +31,7 @@ COLD_BUILD_BUDGET_S = 60  # a cold `make book` (empty build and model caches) in
 TEST_BUDGET_S = 300  # `make test` after install, on 2 cores
 SUITE_OF_ISSUE_12 = "515560a"  # the commit issue 12 measured (682 tests, 461 s), whose suite the budget is for
 PAGE_BUDGET_BYTES = 2 * 1024 * 1024  # no page over 2 MB with its images
+LEARNER_ENV_GOAL_BYTES = 1.4e9  # the learner set as Binder installs it (torch alone is about 0.75 GB)
 MiB = 1024 * 1024
 
 
@@ -54,6 +55,18 @@ def alone_with_empty_model_cache(page):
     if result.err is not None:
         sys.exit(f"{page} failed when run alone: {result.err}")
     return result.time
+
+
+def learner_environment_bytes():
+    """Bytes of a fresh virtual environment holding the learner set, installed as binder/postBuild does."""
+    with tempfile.TemporaryDirectory(prefix="bench-learner-") as tmp:
+        env = Path(tmp) / "env"
+        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+        run = subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
+                              "--requirement", "requirements.txt"], cwd=ROOT, capture_output=True, text=True)
+        if run.returncode != 0:
+            return None, run.stderr.strip().splitlines()[-1:]
+        return folder_bytes(env), []
 
 
 def machine():
@@ -167,7 +180,14 @@ def main():
         print("sizes")
         venv = ROOT / ".venv"
         if venv.exists():
-            print(f"  environment from requirements.txt (.venv): {folder_bytes(venv) / MiB:8.1f} MiB")
+            print(f"  authors' environment (.venv, both sets):     {folder_bytes(venv) / MiB:8.1f} MiB")
+        learner, error = learner_environment_bytes()
+        if learner is None:
+            print(f"  learner environment: could not be installed ({' '.join(error)})")
+        else:
+            print(f"  learner environment (requirements.txt, as Binder's postBuild installs it): "
+                  f"{learner / MiB:8.1f} MiB = {learner / 1e9:.2f} GB, goal {LEARNER_ENV_GOAL_BYTES / 1e9:.1f} GB "
+                  f"{verdict(learner, LEARNER_ENV_GOAL_BYTES)}")
         print(f"  website (_build/html):                     {folder_bytes(html) / MiB:8.1f} MiB, {len(sizes)} pages")
         print(f"  pages with their images (budget {PAGE_BUDGET_BYTES / MiB:.0f} MiB each), largest first:")
         for size, page, n_images in sizes[:5]:
