@@ -92,7 +92,7 @@ def browser_context():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        unavailable("the browser tests need the playwright package: pip install -r requirements.txt")
+        unavailable("the browser tests need the playwright package: make setup (requirements-dev.txt)")
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile, sync_playwright() as p:
         context = p.chromium.launch_persistent_context(profile, executable_path=chromium, headless=True, args=ARGS,
                                                        viewport={"width": 1280, "height": 900})
@@ -100,3 +100,43 @@ def browser_context():
         context.route(re.compile(r"^(?!http://127\.0\.0\.1[:/]).*"), lambda route: route.abort())
         yield context
         context.close()
+
+
+# What each system tool missing from a reader's machine leaves untested, and the one command that installs them all.
+# The reasons of the skips name the tool (see `unavailable` above, test_grading_attacks.py and test_pdf.py).
+PROMISES_OF_TOOLS = {
+    "chromium": "the website works in a browser (search, answers folded, accessibility), JupyterLab renders MyST",
+    "bubblewrap": "grading runs every submission in a sandbox and holds against the attack suite",
+    "poppler": "the PDF of the course",
+    "pdfunite": "the PDF of the course",
+    "playwright": "the website works in a browser",
+}
+INSTALL_ALL = "apt-get update && apt-get install -y chromium bubblewrap poppler-utils"
+
+
+def _skip_reason(report):
+    reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
+    return str(reason).removeprefix("Skipped: ")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """After a run with skips, say which promises went untested and how to install what they need."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    counts, others = {}, set()
+    for report in skipped:
+        reason = _skip_reason(report)
+        tools = [tool for tool in PROMISES_OF_TOOLS if tool in reason.lower()]
+        for tool in tools or ["other"]:
+            counts[tool] = counts.get(tool, 0) + 1
+        if not tools:
+            others.add(reason.splitlines()[0][:120])
+    terminalreporter.section("promises not tested on this machine")
+    for tool, count in sorted(counts.items()):
+        if tool == "other":
+            terminalreporter.write_line(f"{count:5d} skipped for other reasons: {'; '.join(sorted(others))}")
+        else:
+            terminalreporter.write_line(f"{count:5d} skipped for want of {tool}: {PROMISES_OF_TOOLS[tool]}")
+    if set(counts) - {"other"}:
+        terminalreporter.write_line(f"install what they need, then run make test again: {INSTALL_ALL}")
