@@ -19,9 +19,9 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 
 setup: $(STAMP)
 
-# the build command (jupyter-book build . -n -W --keep-going) is written once, in tests/built_site.py
+# the build command (jupyter-book build . -n -W --keep-going) is written once, in tools/built_site.py
 book: setup
-	$(BIN)/python tests/built_site.py
+	$(BIN)/python -m tools.built_site
 
 # The test files side by side, one worker per CPU, each file whole on one worker, in the order of
 # tests/conftest.py; TESTS="tests/test_prose.py tests/golden" runs some of them (tools/bench.py times the
@@ -32,12 +32,12 @@ test: setup
 
 # Regenerate the executed golden notebooks: all of them, or one with CH=01_next_token_prediction
 golden: setup
-	cd tests && ../$(BIN)/python make_golden.py $(CH)
+	$(BIN)/python -m tools.make_golden $(CH)
 
 # Regenerate exercises/ (student notebooks) and autograder/ (zips with the hidden tests) from solutions/:
 # all of them, or one with EX=02_causal_mask. otter assign also checks every solution passes its tests.
 exercises: setup
-	$(BIN)/python tools/make_exercises.py $(EX)
+	$(BIN)/python -m tools.make_exercises $(EX)
 
 # Grade a folder of submitted notebooks for one exercise into a CSV, a row per submission, each notebook in its
 # own bubblewrap sandbox (apt-get install bubblewrap); ARGS passes options, e.g. ARGS="--timeout 60 --jobs 4":
@@ -45,24 +45,24 @@ exercises: setup
 grade: setup
 	@test -n "$(EX)" -a -n "$(SUBMISSIONS)" -a -n "$(OUT)" || \
 	  { echo "usage: make grade EX=01_next_token_prediction SUBMISSIONS=folder/ OUT=grades.csv [ARGS=...]"; exit 2; }
-	$(BIN)/python tools/grade.py $(EX) $(SUBMISSIONS) $(OUT) $(ARGS)
+	$(BIN)/python -m tools.grade $(EX) $(SUBMISSIONS) $(OUT) $(ARGS)
 
 # Write the student release (chapters, exercises, book/, site and Binder files; no solutions/, autograder/,
 # tests/ or tools/) into a new folder outside the repository, checked for solution and hidden-test lines:
 #   make release OUT=../course-release
 release: setup
 	@test -n "$(OUT)" || { echo "usage: make release OUT=../course-release"; exit 2; }
-	$(BIN)/python tools/release.py $(OUT)
+	$(BIN)/python -m tools.release $(OUT)
 
 # Build and test times, execution time per chapter, sizes of the environment and the site, each against
 # its budget (a script that prints, not a test). `make bench ARGS=--no-test` skips the timed `make test`.
 bench: setup
-	$(BIN)/python tools/bench.py $(ARGS)
+	$(BIN)/python -m tools.bench $(ARGS)
 
 # The whole course as one PDF, _build/pdf/course.pdf, printed from the website by Debian's chromium
 # (needs apt-get install chromium poppler-utils); builds the website first if it is missing or stale.
 pdf: setup
-	$(BIN)/python tools/pdf.py
+	$(BIN)/python -m tools.pdf
 
 clean:
 	rm -rf _build

@@ -4,7 +4,7 @@ Introduced in chapter 1. The sentence, its twelve-word vocabulary and the raw
 outputs (logits) of a part-trained model at each of its six positions are
 simulated; everything the chapters do with them is real arithmetic.
 
-How the numbers were made: see ``book/make_example.py``. In short, seeded
+How the numbers were made: see ``tools/make_example.py``. In short, seeded
 normal draws with a boost for the right word, the page's printed values pinned
 where it prints them (position 4's raw outputs), everything rounded to two
 decimals (attention scores to three), then a seeded search on that grid until

@@ -1,4 +1,4 @@
-"""The simulated example, as literals. Written by ``python -m book.make_example`` (seed 2017, 11637 search steps); do not edit by hand."""
+"""The simulated example, as literals. Written by ``python -m tools.make_example`` (seed 2017, 11637 search steps); do not edit by hand."""
 
 # VOCAB[i] is word id i; the raw outputs' columns follow it
 VOCAB = ['grips', 'arm', 'on', 'red', 'cup', 'the', 'table', 'drops', 'lifts', 'block', 'blue', 'moves']

@@ -2,7 +2,7 @@
 
 One file per chapter; a row gives the figure's id, the chapter that covers it, the figure as the
 page prints it (``source_text``), the course's corrected figure where the page is wrong
-(``course_text``), and a note. ``book.make_example`` searches for a table that meets these
+(``course_text``), and a note. ``tools.make_example`` searches for a table that meets these
 figures, ``tests/test_example.py`` and ``tests/test_specs.py`` check the example against them,
 ``tests/test_source_figures.py`` checks each chapter prints them, and the errata page lists the
 corrected ones.

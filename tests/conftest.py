@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import built_site
+from tools import built_site
 
 
 ONE_THREAD_KERNEL = "python3-one-thread"

@@ -12,7 +12,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from built_site import ROOT
+from tools.built_site import ROOT
 
 BINDER = ROOT / "binder"
 LEARNER = {"numpy", "matplotlib", "torch", "jupytext", "otter-grader", "jupyterlab", "jupyterlab-myst", "ipykernel"}

@@ -27,7 +27,7 @@ from urllib.parse import urljoin
 import jupytext
 import pytest
 
-import built_site
+from tools import built_site
 
 PAGES = built_site.toc_pages()
 NOTEBOOKS = [p for p in PAGES if built_site.is_notebook(p)]

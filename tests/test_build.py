@@ -1,6 +1,6 @@
 """The book builds with warnings as errors, and every chapter page carries its figures.
 
-This runs the build of `make book` (tests/built_site.py), unless the site is already built from the
+This runs the build of `make book` (tools/built_site.py), unless the site is already built from the
 current sources by a build that had no warning; with `execute_notebooks: cache` a chapter is executed
 again only when it changed, and a failing cell fails the build.
 """
@@ -9,8 +9,8 @@ import re
 
 import nbformat
 
-import built_site
-from notebooks import chapter_names, code_cells, read_chapter, read_golden
+from tools import built_site
+from tools.notebooks import chapter_names, code_cells, read_chapter, read_golden
 
 
 def test_book_builds_without_warnings():

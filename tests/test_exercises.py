@@ -7,7 +7,7 @@ equal the committed ones, byte for byte. Then, for each exercise, the grader's o
 notebooks of planted wrong answers on the hidden inputs, and the grader's own judge
 (`tools/grade.judge_run`) scores them: the solution gets full marks, the student copy 0,
 each planted wrong answer 0 on its question. These notebooks are ours, so they run
-without the sandbox (`tests/run_variants.py` imports torch once and forks one child per
+without the sandbox (`tools/run_variants.py` imports torch once and forks one child per
 notebook); the sandbox and the batch are tested with hostile notebooks by
 `tests/test_grading_attacks.py`.
 """
@@ -27,13 +27,10 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import grade  # noqa: E402
-import make_exercises  # noqa: E402
-import release  # noqa: E402
+from tools import grade, make_exercises, release
 
 NAMES = make_exercises.exercise_names()
-RUN_TIMEOUT = 120  # seconds for one notebook's run in tests/run_variants.py (a solved one takes about a second)
+RUN_TIMEOUT = 120  # seconds for one notebook's run in tools/run_variants.py (a solved one takes about a second)
 
 # Planted wrong answers, two per question. The first of each pair hard-codes the
 # value its public test expects (so a learner would see the public test pass), and the hidden
@@ -156,7 +153,7 @@ def regenerated(tmp_path_factory):
     `make exercises`, in one process; otter's own run of the public tests is skipped (the runs below grade the
     solutions on the hidden inputs, which needs them to work)."""
     root = tmp_path_factory.mktemp("regenerated")
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "make_exercises.py"), "--into", str(root)],
+    run = subprocess.run([sys.executable, "-m", "tools.make_exercises", "--into", str(root)], cwd=ROOT,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     return root
@@ -198,11 +195,11 @@ def _variants(name, root):
 @pytest.fixture(scope="session")
 def graded(regenerated):
     """{name: the reference and the verdicts of every variant}; every run forked from one process that imported
-    torch once (tests/run_variants.py), two at a time."""
+    torch once (tools/run_variants.py), two at a time."""
     variants = {name: _variants(name, regenerated) for name in NAMES}
     spec = regenerated / "variants" / "jobs.json"
     spec.write_text(json.dumps([job for _, jobs in variants.values() for job in jobs.values()]))
-    subprocess.run([sys.executable, str(ROOT / "tests" / "run_variants.py"), str(spec)], check=True,
+    subprocess.run([sys.executable, "-m", "tools.run_variants", str(spec)], check=True, cwd=ROOT,
                    timeout=RUN_TIMEOUT * 10)
     out = {}
     for name, (exercise, jobs) in variants.items():

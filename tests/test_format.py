@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-import built_site
+from tools import built_site
 
 ROOT = built_site.ROOT
 FILES = sorted(ROOT.glob("chapters/*.md")) + sorted(ROOT.glob("solutions/*.md"))
@@ -18,16 +18,16 @@ FILES = sorted(ROOT.glob("chapters/*.md")) + sorted(ROOT.glob("solutions/*.md"))
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_code_is_formatted_and_fits_the_page(path):
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "format_code.py"), "--check", str(path)],
-                         capture_output=True, text=True, cwd=ROOT)
-    assert run.returncode == 0, f"run `.venv/bin/python tools/format_code.py {path.relative_to(ROOT)}`, " \
+    run = subprocess.run([sys.executable, "-m", "tools.format_code", "--check", str(path)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, f"run `.venv/bin/python -m tools.format_code {path.relative_to(ROOT)}`, " \
                                 f"then split what is still too long by hand:\n{run.stdout}{run.stderr}"
 
 
 def test_the_check_fails_on_a_long_line_and_on_unformatted_code(tmp_path):
     bad = tmp_path / "bad.md"
     bad.write_text("# A page\n\n```{code-cell} ipython3\nx = [1,2]\nprint('" + "a" * 90 + "')\n```\n")
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "format_code.py"), "--check", str(bad)],
+    run = subprocess.run([sys.executable, "-m", "tools.format_code", "--check", str(bad)], cwd=ROOT,
                          capture_output=True, text=True)
     assert run.returncode == 1
     assert f"{bad}:4: the cell would be reformatted" in run.stdout

@@ -5,7 +5,7 @@ holds no Markdown (the prose lives in the chapter only), so no stale copy of a s
 """
 import pytest
 
-from notebooks import GOLDEN, chapter_names, code_cells, read_chapter, read_golden
+from tools.notebooks import GOLDEN, chapter_names, code_cells, read_chapter, read_golden
 
 CHAPTERS = chapter_names()
 

@@ -31,11 +31,8 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import grade  # noqa: E402
-import sandbox  # noqa: E402
-from attacks.cases import CASES  # noqa: E402
+from attacks.cases import CASES  # tests/attacks/, on the path pytest gives the tests
+from tools import grade, sandbox
 
 EXERCISE = "09_recap_quiz"
 TIMEOUT = 12  # seconds per submission in this batch; a solved notebook of exercise 9 needs about 1
@@ -190,7 +187,7 @@ def test_grade_command_explains_bad_input(tmp_path):
     import subprocess
 
     def run(*args):
-        return subprocess.run([sys.executable, str(ROOT / "tools" / "grade.py"), *map(str, args)],
+        return subprocess.run([sys.executable, "-m", "tools.grade", *map(str, args)], cwd=ROOT,
                               capture_output=True, text=True, timeout=60)
 
     unknown = run("99_nothing", tmp_path, tmp_path / "out.csv")
@@ -223,15 +220,16 @@ def test_a_torch_exercise_gets_full_marks_in_the_sandbox(tmp_path):
 ])
 def test_judge_refuses_malformed_answers(printed):
     """What a sandbox prints is data: anything but a well-formed tagged value is refused, never interpreted."""
-    import judge
+    from tools import judge
 
     with pytest.raises(judge.Malformed):
         judge.decode(printed)
 
 
 def test_judge_wants_the_exact_type():
-    import judge
     import numpy as np
+
+    from tools import judge
 
     judge.same((1, 2.0), (1, 2.0))
     judge.same([1, 2.0], (1, 2.0))  # a pair may be a list

@@ -23,7 +23,7 @@ import pytest
 import requests
 from tornado.websocket import websocket_connect
 
-import built_site
+from tools import built_site
 
 CHAPTER = "chapters/01_next_token_prediction"
 HEADLINE = "average loss: 1.31 nats"  # the source page's average loss of the example sentence

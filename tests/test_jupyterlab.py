@@ -37,7 +37,7 @@ import nbformat
 import pytest
 import requests
 
-import built_site
+from tools import built_site
 from conftest import unavailable as _unavailable
 from test_jupyter_server import free_port
 

@@ -6,7 +6,7 @@ from urllib.parse import unquote, urldefrag, urlsplit
 
 import pytest
 
-import built_site
+from tools import built_site
 
 
 class _Links(HTMLParser):

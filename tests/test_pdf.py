@@ -14,11 +14,10 @@ import sys
 import nbformat
 import pytest
 
-import built_site
-from notebooks import ROOT, chapter_names, code_cells, read_chapter
+from tools import built_site
+from tools.notebooks import ROOT, chapter_names, code_cells, read_chapter
 
-sys.path.insert(0, str(ROOT / "tools"))
-import pdf  # noqa: E402
+from tools import pdf
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +28,7 @@ def course_pdf(site, tmp_path_factory):
         (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)("\n".join(missing))
     out = tmp_path_factory.mktemp("pdf") / "course.pdf"
     # the command of `make pdf`, in its own process (the browser tests keep a Playwright loop in this one)
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "pdf.py"), str(out)], capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-m", "tools.pdf", str(out)], capture_output=True, text=True, cwd=ROOT,
                          timeout=900)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert f"{len(built_site.toc_pages())} pages of the book" in run.stdout, run.stdout

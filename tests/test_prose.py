@@ -9,9 +9,9 @@ value at the same precision), runs the check on the mutant and counts what it ca
 """
 import pytest
 
-import prose_numbers as P
-from notebooks import chapter_names
-from prose_constants import DEFINING
+from tools import prose_numbers as P
+from tools.notebooks import chapter_names
+from tools.prose_constants import DEFINING
 
 # issue 13: at least 98% of figure mutations and 60% of small-integer mutations must be caught
 FIGURES_MIN, SMALL_INTEGERS_MIN = 0.98, 0.60

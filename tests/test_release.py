@@ -11,14 +11,13 @@ import jupytext
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import release  # noqa: E402
+from tools import release
 
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
     out = tmp_path_factory.mktemp("release") / "course"
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "release.py"), str(out)], capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "tools.release", str(out)], capture_output=True, cwd=ROOT,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     return out
@@ -75,7 +74,7 @@ def test_statements_span_their_rows():
 
 def test_release_refuses_a_folder_that_is_not_empty(tmp_path):
     (tmp_path / "old.txt").write_text("keep me")
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "release.py"), str(tmp_path)], capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "tools.release", str(tmp_path)], capture_output=True, cwd=ROOT,
                          text=True, timeout=60)
     assert run.returncode != 0 and "is not empty" in run.stderr and "Traceback" not in run.stderr
     assert (tmp_path / "old.txt").read_text() == "keep me"

@@ -12,8 +12,8 @@ import re
 import pytest
 
 from book.source_figures import ROWS
-from notebooks import ERRATUM
-from notebooks import CHAPTERS, chapter_names, normalise, numbers_in, printed_numbers, read_golden
+from tools.notebooks import ERRATUM
+from tools.notebooks import CHAPTERS, chapter_names, normalise, numbers_in, printed_numbers, read_golden
 
 
 # a MyST footnote definition that opens with "Erratum", and its indented continuation lines

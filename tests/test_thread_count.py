@@ -17,9 +17,9 @@ import re
 import nbformat
 import pytest
 
-import built_site
+from tools import built_site
 import conftest
-from notebooks import ROOT, chapter_names, code_cells, read_golden
+from tools.notebooks import ROOT, chapter_names, code_cells, read_golden
 
 EXECUTED = built_site.OUTPUT / "_build" / "jupyter_execute" / "chapters"
 

@@ -24,8 +24,7 @@ from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-sys.path.insert(0, str(ROOT / "tests"))
-import built_site  # noqa: E402  (the build command of `make book`, written once)
+from tools import built_site  # the build command of `make book`, written once
 CHAPTER_BUDGET_S = 10  # the tiny model is trained once per cache (book.tiny.trained_model), not once per chapter
 COLD_BUILD_BUDGET_S = 60  # a cold `make book` (empty build and model caches) in under a minute after install
 TEST_BUDGET_S = 300  # `make test` after install, on 2 cores
@@ -240,8 +239,7 @@ def test_report():
 
 def pdf_report():
     """`make pdf`: its size, pages and time (printing only, on the site `make book` built)."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    import pdf
+    from tools import pdf
 
     if pdf.missing_tools():
         print("make pdf: skipped,", "; ".join(pdf.missing_tools()), "\n")

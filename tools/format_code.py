@@ -1,8 +1,8 @@
 """Format the code cells of Jupytext MyST notebooks (chapters/*.md, solutions/*.md) with ruff, at the width of
 the website's code column, so that no code scrolls sideways.
 
-    .venv/bin/python tools/format_code.py chapters/*.md solutions/*.md          # rewrite the files in place
-    .venv/bin/python tools/format_code.py --check chapters/*.md solutions/*.md  # change nothing; exit 1 if any
+    .venv/bin/python -m tools.format_code chapters/*.md solutions/*.md          # rewrite the files in place
+    .venv/bin/python -m tools.format_code --check chapters/*.md solutions/*.md  # change nothing; exit 1 if any
                                                                                   # line is too long or any cell
                                                                                   # would change
 

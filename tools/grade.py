@@ -1,6 +1,6 @@
 """Grade a folder of submitted notebooks for one exercise into a CSV, one row per submission.
 
-    python tools/grade.py 01_next_token_prediction submissions/ grades.csv [--timeout 120] [--jobs 2]
+    python -m tools.grade 01_next_token_prediction submissions/ grades.csv [--timeout 120] [--jobs 2]
     make grade EX=01_next_token_prediction SUBMISSIONS=submissions/ OUT=grades.csv
 
 The sandbox computes, this process judges. Each submission runs in its own bubblewrap
@@ -36,9 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import judge  # noqa: E402
-import sandbox  # noqa: E402
+from tools import judge, sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 AUTOGRADER = ROOT / "autograder"

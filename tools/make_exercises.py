@@ -17,8 +17,8 @@ they are taken out before `otter assign` sees the master, so no student copy can
 Both outputs are normalised (cell ids, zip timestamps) so that regenerating
 from unchanged masters gives byte-identical files. Usage (or `make exercises`):
 
-    python tools/make_exercises.py               # every exercise
-    python tools/make_exercises.py 02_causal_mask  # one exercise
+    python -m tools.make_exercises               # every exercise
+    python -m tools.make_exercises 02_causal_mask  # one exercise
 """
 from __future__ import annotations
 

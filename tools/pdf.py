@@ -1,7 +1,7 @@
 """The whole course as one PDF, printed from the built website by Debian's chromium: `make pdf`.
 
     make pdf                      # _build/pdf/course.pdf
-    python tools/pdf.py OUT.pdf   # elsewhere
+    python -m tools.pdf OUT.pdf   # elsewhere
 
 The website is built first if it is missing or stale (the build of `make book`). Each page of _toc.yml is
 opened in headless chromium from a local server, with the network closed (MathJax comes from the site
@@ -26,8 +26,7 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-import built_site  # noqa: E402  (the build of `make book` and the site's pages)
+from tools import built_site  # the build of `make book` and the site's pages
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run", "--disable-sync"]

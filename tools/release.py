@@ -1,6 +1,6 @@
 """Write the student release of the course: what learners of a graded class may see, nothing more.
 
-    python tools/release.py OUT_FOLDER
+    python -m tools.release OUT_FOLDER
     make release OUT=../course-release
 
 The release is every file the repository tracks except the instructor's: `solutions/` (the

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field, replace
 import jupytext
 
 from book.source_figures import ROWS as SOURCE_FIGURES
-from notebooks import CHAPTERS, ERRATUM, code_cells, output_text, read_golden
-from prose_constants import DEFINING
+from tools.notebooks import CHAPTERS, ERRATUM, code_cells, output_text, read_golden
+from tools.prose_constants import DEFINING
 
 # A number as it is written, with its sign: 1,000 or -0.933 or −2.61; not part of a word or a version.
 NUMBER = re.compile(r"(?<![\w.])([-+\u2212]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d)")
@@ -522,7 +522,7 @@ def describe_rule():
     rule = __doc__.split("THE RULE", 1)[1].split("\n", 1)[1].strip()
     listed = "\n".join(f"  {name}: " + "; ".join(f'"{p}" ({why})' for p, why in entries)
                        for name, entries in sorted(DEFINING.items()))
-    return f"{rule}\n\nDefining constants (tests/prose_constants.py):\n{listed or '  (none)'}"
+    return f"{rule}\n\nDefining constants (tools/prose_constants.py):\n{listed or '  (none)'}"
 
 
 # ----------------------------------------------------------------------------------------------------

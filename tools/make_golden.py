@@ -14,7 +14,7 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
-from notebooks import CHAPTERS, GOLDEN, chapter_names
+from tools.notebooks import CHAPTERS, GOLDEN, chapter_names
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/svg+xml")
 

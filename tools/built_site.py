@@ -2,7 +2,7 @@
 
 The pages and their order come from _toc.yml at run time, so the tests follow the chapters that exist.
 The site is the one `make book` writes into _build/html. The build command is written here once: `make book`
-runs this file (`python tests/built_site.py`), tests/test_build.py and tools/bench.py call `build()`.
+runs this module (`python -m tools.built_site`), tests/test_build.py and tools/bench.py call `build()`.
 Its first step (`execute_chapters`) trains the two tiny models at once and executes the notebooks one per
 CPU at a time into the build's execution cache; `jupyter-book build` then finds every notebook cached.
 `ensure_built()` builds only when the site is missing, older than its sources, or its last build (recorded
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import importlib.util
 import json
 import os
 import re
@@ -46,8 +47,10 @@ def config():
 def binder_url(path):
     """The Binder address that opens `path` (a repository file) in JupyterLab: the one function the site's
     {binder} role uses (_ext/binder_link.py), fed from _config.yml as jupyter-book feeds the theme."""
-    sys.path.insert(0, str(ROOT / "_ext"))
-    from binder_link import binder_url as url
+    spec = importlib.util.spec_from_file_location("binder_link", ROOT / "_ext" / "binder_link.py")
+    binder_link = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(binder_link)  # a Sphinx extension of the site, loaded from its file
+    url = binder_link.binder_url
 
     cfg = config()
     theme = {"repository_url": cfg["repository"]["url"], "repository_branch": cfg["repository"].get("branch", "main"),
@@ -196,7 +199,7 @@ def build(output=OUTPUT, echo=False, env=None):
 
     The notebooks are executed first, one per CPU at a time (`execute_chapters`, in a process with `env`).
     With echo, the log is also printed line by line as it comes (as `make book` shows it)."""
-    first = subprocess.run([sys.executable, __file__, "--execute", str(output)], cwd=ROOT, env=env,
+    first = subprocess.run([sys.executable, "-m", "tools.built_site", "--execute", str(output)], cwd=ROOT, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if echo:
         print(first.stdout, end="", flush=True)

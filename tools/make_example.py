@@ -1,6 +1,6 @@
 """Regenerate ``book/example_data.py``, the simulated example of the course.
 
-Run ``python -m book.make_example`` from the project root. The script is the
+Run ``python -m tools.make_example`` from the project root. The script is the
 record of how the table of raw outputs was made; nothing imports it.
 
 How the table is made
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .maths import softmax
-from .source_figures import page
+from book.maths import softmax
+from book.source_figures import page
 
 SEED = 2017
 VOCAB = ["the", "arm", "grips", "red", "cup", "blue", "on", "drops", "lifts", "block", "table", "moves"]
@@ -251,7 +251,7 @@ def main():
     logits, after, scores, steps = search(rng, logits, after, scores)
     for name, value, text in targets(logits, after, scores):
         print(f"{name:36s} {value:.6f}  page: {text}")
-    text = f'''"""The simulated example, as literals. Written by ``python -m book.make_example`` (seed {SEED}, {steps} search steps); do not edit by hand."""
+    text = f'''"""The simulated example, as literals. Written by ``python -m tools.make_example`` (seed {SEED}, {steps} search steps); do not edit by hand."""
 
 # VOCAB[i] is word id i; the raw outputs' columns follow it
 VOCAB = {ORDER!r}
@@ -271,7 +271,7 @@ ATTENTION_SCORES = [
 {fmt_rows(scores, 3)}
 ]
 '''
-    Path(__file__).with_name("example_data.py").write_text(text)
+    (Path(__file__).resolve().parent.parent / "book" / "example_data.py").write_text(text)
     print("wrote book/example_data.py")
 
 

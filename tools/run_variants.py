@@ -1,6 +1,6 @@
 """Run tools/grade_runner.py on many trusted notebooks, fast, for tests/test_exercises.py.
 
-    python tests/run_variants.py JOBS.json
+    python -m tools.run_variants JOBS.json
 
 JOBS.json lists runs `{"probes": PROBES.py, "notebook": NB.ipynb, "out": OUT, "with_args": bool}`.
 The notebooks graded by test_exercises.py are ours (solutions, blank student copies,
@@ -17,14 +17,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-
 import numpy  # noqa: E402,F401  imported once, shared by every child
 import torch  # noqa: E402
 
 import book  # noqa: E402,F401
 import book.tiny  # noqa: E402,F401
-import grade_runner  # noqa: E402
+from tools import grade_runner  # noqa: E402
 
 torch.set_num_threads(1)
 PARALLEL = 2
