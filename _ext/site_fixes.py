@@ -22,15 +22,26 @@
   writes the object it gave the cache client, which swapped in a merged copy. The merged cells and
   metadata are put back into that object. `make book` executes every chapter into the cache before
   Sphinx runs, so every build takes this path.
+
+The last two replace MyST-NB internals (`myst_nb.core.render.coalesce_streams`, and
+`NotebookClientCache.start_client` in `myst_nb/core/execute/cache.py`), written against MyST-NB 1.4.0, the
+pinned version. Upstream, the stripping came with the stream merge of executablebooks/MyST-NB#604 and was
+discussed in #637 and #640 (rstrip instead of strip); the cache hit that writes the notebook without its
+outputs has no upstream report that we know of. `setup` refuses another MyST-NB version, so that an upgrade
+re-checks both against upstream instead of patching code that moved.
 """
 import copy
 import functools
 import hashlib
 from pathlib import Path
 
+import myst_nb
 import myst_nb.core.execute.cache
 import myst_nb.core.render
 import myst_nb.core.utils
+from sphinx.errors import ExtensionError
+
+WRITTEN_FOR_MYST_NB = "1.4.0"  # the version whose internals the two patches below replace
 
 
 def keep_each_script_once(app, pagename, templatename, context, doctree):
@@ -89,7 +100,17 @@ def merge_cached_outputs_in_place(start_client):
     return start
 
 
+def check_myst_nb_version(version=None):
+    version = version or myst_nb.__version__
+    if version != WRITTEN_FOR_MYST_NB:
+        raise ExtensionError(
+            f"_ext/site_fixes.py patches MyST-NB {WRITTEN_FOR_MYST_NB} internals (coalesce_streams, "
+            f"NotebookClientCache.start_client) and MyST-NB {version} is installed: check both against upstream "
+            "(is the fix still needed? did the patched function move?), then update WRITTEN_FOR_MYST_NB")
+
+
 def setup(app):
+    check_myst_nb_version()
     myst_nb.core.render.coalesce_streams = coalesce_streams_exactly
     cache_client = myst_nb.core.execute.cache.NotebookClientCache
     if not hasattr(cache_client.start_client, "__wrapped__"):
