@@ -1,4 +1,4 @@
-"""No submission can cheat, hang the batch or touch another's work (issue 15).
+"""No submission can cheat, hang the batch or touch another's work.
 
 One batch of `tools/grade.py`, sandbox and all, grades every notebook of
 tests/attacks/cases.py against exercise 9 (the recap quiz): honest solved notebooks (one with its otter

@@ -23,12 +23,11 @@ from pathlib import Path
 from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 from tools import built_site  # the build command of `make book`, written once
 CHAPTER_BUDGET_S = 10  # the tiny model is trained once per cache (book.tiny.trained_model), not once per chapter
 COLD_BUILD_BUDGET_S = 60  # a cold `make book` (empty build and model caches) in under a minute after install
 TEST_BUDGET_S = 300  # `make test` after install, on 2 cores
-SUITE_OF_ISSUE_12 = "515560a"  # the commit issue 12 measured (682 tests, 461 s), whose suite the budget is for
+BUDGETED_SUITE = "515560a"  # the commit whose test suite TEST_BUDGET_S was set for; later files report apart
 PAGE_BUDGET_BYTES = 2 * 1024 * 1024  # no page over 2 MB with its images
 LEARNER_ENV_GOAL_BYTES = 1.4e9  # the learner set as Binder installs it (torch alone is about 0.75 GB)
 MiB = 1024 * 1024
@@ -201,18 +200,18 @@ def main():
 
 
 def test_report():
-    """`make test`, timed in two runs: the test files of SUITE_OF_ISSUE_12 (issue 12's budget is for the suite as
-    it stood then; a file that existed then counts whole, with any test added to it later), then the files added
+    """`make test`, timed in two runs: the test files of BUDGETED_SUITE (the budget is for the suite as it stood
+    then; a file that existed then counts whole, with any test added to it later), then the files added
     since, which report their own time. Both runs use a build folder and a model cache of their own, empty at
     the start, so the first run builds the site and trains the tiny models, as `make test` does in a fresh
     clone. Each run's test files run side by side (see the Makefile), so the seconds per file overlap and add up
     to more than the run's time."""
-    then = files_at(SUITE_OF_ISSUE_12)
+    then = files_at(BUDGETED_SUITE)
     now = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
-    runs = [(f"the test files of {SUITE_OF_ISSUE_12} (the suite issue 12 budgets) and the goldens",
+    runs = [(f"the test files of {BUDGETED_SUITE} (the budgeted suite) and the goldens",
              [f"tests/{n}" for n in now if n in then] + ["tests/golden"], TEST_BUDGET_S),
             ("the test files added since", [f"tests/{n}" for n in now if n not in then], None)] if then else [
-            ("the whole suite (no git history to tell the suite of issue 12)", [], None)]
+            ("the whole suite (no git history to tell the budgeted suite)", [], None)]
     make = shutil.which("make") or "make"
     total = 0.0
     print(f"make test, as in a fresh clone: no site, no trained model (load {os.getloadavg()[0]:.1f} at the start)")

@@ -31,7 +31,6 @@ from book.maths import softmax
 from book.source_figures import page
 
 SEED = 2017
-VOCAB = ["the", "arm", "grips", "red", "cup", "blue", "on", "drops", "lifts", "block", "table", "moves"]
 # the source page's word ids in section 8 are [5, 1, 8, 5, 3, 9]: reorder so that they index this list
 ORDER = ["grips", "arm", "on", "red", "cup", "the", "table", "drops", "lifts", "block", "blue", "moves"]
 SENTENCE = ["the", "arm", "lifts", "the", "red", "block"]
