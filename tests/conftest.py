@@ -71,9 +71,6 @@ def site_url(site):
         yield url
 
 
-# chromium without the lookups and updates that stall it when the network is closed
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
 
 
 def unavailable(message):
@@ -94,7 +91,7 @@ def browser_context():
     except ImportError:
         unavailable("the browser tests need the playwright package: make setup (requirements-dev.txt)")
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile, sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(profile, executable_path=chromium, headless=True, args=ARGS,
+        context = p.chromium.launch_persistent_context(profile, executable_path=chromium, headless=True, args=built_site.CHROMIUM_ARGS,
                                                        viewport={"width": 1280, "height": 900})
         # no network for any page of this context: only the local site answers (each Visit also records the rest)
         context.route(re.compile(r"^(?!http://127\.0\.0\.1[:/]).*"), lambda route: route.abort())

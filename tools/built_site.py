@@ -28,6 +28,10 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+# Debian's chromium, headless, without the lookups and updates that stall it when the network is closed: the
+# browser tests and `make pdf` start it with these
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
 # BOOK_BUILD_DIR=/tmp/x runs the site tests on a build in /tmp/x/_build (as `jupyter-book build --path-output /tmp/x`)
 OUTPUT = Path(os.environ.get("BOOK_BUILD_DIR", ROOT))
 HTML = OUTPUT / "_build" / "html"

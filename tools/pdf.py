@@ -28,8 +28,6 @@ from urllib.parse import urljoin
 ROOT = Path(__file__).resolve().parent.parent
 from tools import built_site  # the build of `make book` and the site's pages
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--disable-sync"]
 OUT = ROOT / "_build" / "pdf" / "course.pdf"
 
 # open every dropdown (the quiz answers are sphinx-design <details>, titled Answer); folded code stays folded
@@ -74,7 +72,7 @@ def print_pages(html_dir, folder):
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     files = []
     with built_site.serve(html_dir) as base, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=built_site.CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         context.route(re.compile(r"^(?!http://127\.0\.0\.1[:/]).*"), lambda route: route.abort())
         for i, name in enumerate(built_site.toc_pages()):
