@@ -16,8 +16,9 @@ from torch import nn
 
 from book import EXAMPLE_MODEL, tiny
 from book.card import (
-    CATALOGUE, active_params, cache_bytes, cache_bytes_per_token, decode_tokens_per_second, parse_bytes, parse_rate,
-    requests_that_fit, total_params, weights_bytes,
+    CATALOGUE, MAX_CONTEXT, active_params, attention_ops_per_byte, cache_bytes, cache_bytes_per_token,
+    compute_bound_batch, decode_step_roofs, decode_tokens_per_second, parse_bytes, parse_flops, parse_rate,
+    requests_that_fit, total_params, weight_ops_per_byte, weights_bytes,
 )
 
 GiB = 2**30
@@ -179,6 +180,34 @@ def test_one_token_of_a_mixture_reads_only_its_experts():
     assert one == pytest.approx(1e12 / (active_params(card) * 2 - unread + cache_bytes_per_token(card)))
 
 
+def test_two_rooflines_of_a_decode_step():
+    """Weight products: about B operations per byte at 2-byte weights; attention: heads / kv heads per byte."""
+    m = EXAMPLE_MODEL  # tied output, no position table: every weight is read at any batch
+    for batch in (1, 7, 200):
+        assert weight_ops_per_byte(m, batch) == pytest.approx(batch)  # 2 operations per 2-byte weight, per request
+    assert attention_ops_per_byte(m) == 1  # one key-value head per query head, 2 bytes a number
+    for name in ("llama-2-70b", "mistral-7b"):  # grouped-query attention: G = heads / kv heads
+        card = CATALOGUE[name]
+        assert attention_ops_per_byte(card) == card.n_heads // card.n_kv_heads
+        eight_bit = dataclasses.replace(card, bytes_per_number=1)
+        assert attention_ops_per_byte(eight_bit) == 2 * attention_ops_per_byte(card)
+    # the crossing of the weight products: arithmetic 2 P B / rate equals reading 2 P / bandwidth at B = rate / bandwidth
+    assert compute_bound_batch(m, 1e12, 1e14) == 100
+    # a batch of 200 at 2,048 tokens on 1e12 B/s and 1e14 op/s: the weights turn arithmetic-bound, attention does not
+    roofs = decode_step_roofs(m, 200, 2048, 1e12, 1e14)
+    p = total_params(m)
+    assert roofs["weights"] == pytest.approx((2 * p / 1e12, 2 * p * 200 / 1e14))
+    assert roofs["attention"] == pytest.approx((200 * 2048 * 98_304 / 1e12, 200 * 2048 * 4 * 24 * 1024 / 1e14))
+    assert roofs["weights"][1] > roofs["weights"][0] and roofs["attention"][0] > 50 * roofs["attention"][1]
+
+
+def test_a_mixture_turns_compute_bound_later_than_its_active_share_suggests():
+    """More tokens in a batch touch more experts, so the weight bytes read grow with the batch."""
+    card = CATALOGUE["mixtral-8x7b"]
+    assert weight_ops_per_byte(card, 100) < 100 * active_params(card) / total_params(card) * 1.01 + 1
+    assert compute_bound_batch(card, 1e12, 1e14) > compute_bound_batch(CATALOGUE["mistral-7b"], 1e12, 1e14)
+
+
 @pytest.mark.parametrize("text,value", [("80GiB", 80 * GiB), ("40GB", 40e9), ("512 MiB", 512 * 2**20), ("1e9", 1e9)])
 def test_parse_bytes(text, value):
     assert parse_bytes(text) == value
@@ -190,6 +219,13 @@ def test_parse_rate():
         parse_rate("3.35TB")
 
 
+def test_parse_flops():
+    assert parse_flops("989T") == pytest.approx(989e12)
+    assert parse_flops("312 TFLOP/s") == pytest.approx(312e12)
+    with pytest.raises(ValueError, match="operations per second"):
+        parse_flops("fast")
+
+
 def run(*args):
     return subprocess.run([sys.executable, "-m", "book.card", *args], capture_output=True, text=True, timeout=60)
 
@@ -198,6 +234,15 @@ def test_command_line_walk_away_answer():
     out = run("mistral-7b", "--context", "8192", "--memory", "80GiB", "--bandwidth", "3.35TB/s")
     assert out.returncode == 0, out.stderr
     assert "mistral-7b" in out.stdout and "128 KiB" in out.stdout and "requests that fit in 80 GiB" in out.stdout
+
+
+def test_command_line_says_upper_bound_and_warns_past_the_trained_length():
+    out = run("llama-2-7b", "--context", "8192")
+    assert out.returncode == 0, out.stderr
+    assert "at most" in out.stdout and "upper bounds" in out.stdout
+    assert f"trained at {CATALOGUE['llama-2-7b'].trained_context:,} tokens" in out.stdout
+    inside = run("llama-2-7b", "--context", "4096")
+    assert inside.returncode == 0 and "warning" not in inside.stdout
 
 
 def test_command_line_compare():
@@ -211,6 +256,9 @@ def test_command_line_compare():
     (("gpt2-small", "--bandwidth", "3TB"), "bytes per second"),
     (("gpt2-small", "--context", "0"), "positive number of tokens"),
     ((), "name a model"),
+    (("mistral-7b", "--context", str(10**20)), f"up to {MAX_CONTEXT:,}"),
+    (("gpt2-small", "--context", "1025"), "cannot read 1,025 tokens"),
+    (("gpt2-small", "--flops", "fast"), "e.g. 989T"),
 ])
 def test_command_line_errors_are_clear(args, message):
     out = run(*args)

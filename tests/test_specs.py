@@ -43,3 +43,20 @@ def test_tokens_per_second_under_batching():
         assert f"{batch / step_seconds(batch):,.0f}" == page(figure)
         # the card's decode rate (which reads only the batch's rows of an untied table) agrees for a tied one
         assert f"{decode_tokens_per_second(M, ACC.bandwidth, batch, CONTEXT):,.0f}" == page(figure)
+
+
+def test_real_chips_dense_rate_is_half_the_sparse_headline():
+    """NVIDIA's spec sheets print 16-bit tensor rates with 2:4 sparsity; the dense rate the chapter uses is half."""
+    from book.specs import REAL_CHIPS
+
+    for chip in REAL_CHIPS:
+        assert chip.source, f"{chip.name}: no spec sheet cited"
+        if chip.sparse_ops_per_second:
+            assert abs(chip.sparse_ops_per_second / chip.ops_per_second - 2) < 0.01, chip.name
+        # every real chip does far more arithmetic than one operation per byte it reads, and
+        # fewer than a thousand: the bands a decode step's two kinds of work fall on either side of
+        assert 10 < chip.ridge < 1000, chip.name
+
+
+def test_example_accelerator_ridge_is_100():
+    assert ACC.ridge == ACC.ops_per_second / ACC.bandwidth == 100
