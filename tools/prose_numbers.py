@@ -248,28 +248,46 @@ def read(name, text=None, golden=None):
     """The chapter `name` as sections, prose lines and code cells with what the golden printed."""
     text = (CHAPTERS / f"{name}.md").read_text() if text is None else text
     golden = golden_code_cells(name) if golden is None else golden
-    mine = code_cells(jupytext.reads(text, fmt="md:myst"))
+    mine = jupytext_code_cells(name, text)
     check_golden(name, mine, golden)
     found = blocks(text)
-    fences = [b for b in found if b.kind == "code-cell"]
-    if len(fences) != len(mine):
-        raise Unreadable(f"{name}: markdown-it finds {len(fences)} code-cell fences where Jupytext reads "
-                         f"{len(mine)} code cells: is a fence unclosed or indented?")
+    check_fences(name, found, mine)
     chapter = Chapter(name, [], [], [Section(0, 0, "(before the first heading)", 1)])
     raw, paragraphs, cells = text.splitlines(), itertools.count(), iter(zip(mine, golden))
     for block in found:
-        if block.kind == "heading":
-            add_heading(chapter, block, raw, next(paragraphs))
-        elif block.kind in ("text", "math"):
-            add_prose(chapter, block, raw, next(paragraphs))
-        elif block.kind == "code-cell":
-            add_code_cell(chapter, block.start, raw[block.start:block.end], *next(cells), paragraphs)
-        else:
-            chapter.erratum_lines |= set(range(block.start + 1, block.end + 1))
+        add_block(chapter, block, raw, paragraphs, cells)
     nest(chapter.sections)
     chapter.quoted = {r["source_text"].replace(",", "") for r in SOURCE_FIGURES
                       if r["chapter"] == name and r["course_text"]}
     return chapter
+
+
+def jupytext_code_cells(name, text):
+    """The code cells of the chapter as Jupytext reads them (their source and metadata)."""
+    try:
+        return code_cells(jupytext.reads(text, fmt="md:myst"))
+    except Exception as error:  # Jupytext's own message says which cell and why
+        raise Unreadable(f"{name}: Jupytext cannot read the chapter: {error}") from error
+
+
+def check_fences(name, found, mine):
+    """markdown-it sees the code cells Jupytext sees."""
+    fences = sum(block.kind == "code-cell" for block in found)
+    if fences != len(mine):
+        raise Unreadable(f"{name}: markdown-it finds {fences} code-cell fences where Jupytext reads "
+                         f"{len(mine)} code cells: is a fence unclosed or indented?")
+
+
+def add_block(chapter, block, raw, paragraphs, cells):
+    """Add what a block holds to the chapter: a section, prose lines, a code cell or erratum lines."""
+    if block.kind == "heading":
+        add_heading(chapter, block, raw, next(paragraphs))
+    elif block.kind in ("text", "math"):
+        add_prose(chapter, block, raw, next(paragraphs))
+    elif block.kind == "code-cell":
+        add_code_cell(chapter, block.start, raw[block.start:block.end], *next(cells), paragraphs)
+    else:
+        chapter.erratum_lines |= set(range(block.start + 1, block.end + 1))
 
 
 def check_golden(name, mine, golden):
