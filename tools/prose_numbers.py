@@ -416,27 +416,37 @@ def formula_spans(line):
 
 
 def stated_numbers(chapter, line):
-    """(value, offset) of the numbers of a prose line that the check holds to the cells, and the exempt ones."""
+    """(value, offset, None) of the numbers of a prose line that the check holds to the cells, and
+    (value, offset, why) of the ones rule 4 exempts."""
     clean = ROLE_OR_LINK.sub(lambda m: " " * len(m.group(0)), line.text)
+    constants, formulas = constant_spans(chapter, line.text), formula_spans(line)
     checked, exempt = [], []
-    spans = constant_spans(chapter, line.text)
-    formulas = formula_spans(line)
     for value, offset, span in numbers_in(clean):
-        before = clean[:span[0]]
-        why = None
-        if CROSS_REFERENCE.search(before):
-            why = "cross-reference"
-        elif re.fullmatch(r"(19|20)\d\d", value) and clean[span[1]:span[1] + 1] == ")" and (
-                CITATION_YEAR.search(before) or before.endswith("(")):
-            why = "year of a publication"
-        elif line.number in chapter.erratum_lines and value.lstrip("-") in chapter.quoted:
-            why = "erratum quote"
-        elif any(a <= span[0] and span[1] <= b for a, b in spans):
-            why = "defining constant"
-        elif value in ("0", "1", "2") and any(a <= span[0] and span[1] <= b for a, b in formulas):
-            why = "part of a formula"
+        why = (written_exemption(clean, value, span) or erratum_quote(chapter, line, value)
+               or (inside(span, constants) and "defining constant")
+               or (value in ("0", "1", "2") and inside(span, formulas) and "part of a formula") or None)
         (exempt if why else checked).append((value, offset, why))
     return checked, exempt
+
+
+def written_exemption(clean, value, span):
+    """A cross-reference ("chapter 3") or the year of a citation ("(Vaswani et al., 2017)"), or None."""
+    before = clean[:span[0]]
+    if CROSS_REFERENCE.search(before):
+        return "cross-reference"
+    if re.fullmatch(r"(19|20)\d\d", value) and clean[span[1]:span[1] + 1] == ")" and (
+            CITATION_YEAR.search(before) or before.endswith("(")):
+        return "year of a publication"
+    return None
+
+
+def erratum_quote(chapter, line, value):
+    """Inside an Erratum admonition, the source's wrong figure it quotes is exempt."""
+    return "erratum quote" if line.number in chapter.erratum_lines and value.lstrip("-") in chapter.quoted else None
+
+
+def inside(span, spans):
+    return any(a <= span[0] and span[1] <= b for a, b in spans)
 
 
 def printing(cell):
@@ -545,51 +555,76 @@ def sentence_words(para, line, offset):
 
 
 def problems(chapter, only=None):
-    """Every stated number that the rule does not tie to a code cell, as Problems."""
+    """Every stated number that the rule does not tie to a code cell, as Problems (of the paragraphs `only`)."""
     found = []
-    by_paragraph = {}
+    for para in paragraphs(chapter, only):
+        stated = stated_in(chapter, para)
+        if stated:
+            pool, scope = cells_in_scope(chapter, para, stated)
+            found += untied(chapter, stated, pool, scope)
+    return found
+
+
+def paragraphs(chapter, only=None):
+    """The prose lines of the chapter grouped by paragraph, in order (only the paragraphs `only`, if given)."""
+    grouped = {}
     for line in chapter.lines:
         if only is None or line.paragraph in only:
-            by_paragraph.setdefault(line.paragraph, []).append(line)
+            grouped.setdefault(line.paragraph, []).append(line)
+    return list(grouped.values())
+
+
+def stated_in(chapter, para):
+    """(line, value, (label words of its sentence, its unit)) of each number of the paragraph the rule checks."""
+    return [(line, value, (sentence_words(para, line, offset),
+                           unit_after(line.text, NUMBER.match(line.text, offset).end())))
+            for line in para for value, offset, _ in stated_numbers(chapter, line)[0]]
+
+
+def cells_in_scope(chapter, para, stated):
+    """The cells a paragraph is held against, and the scope in words: those of its section above it (rule 2),
+    or, in a section whose cells print nothing, those of the sections that restate its numbers (rule 3)."""
+    section = chapter.sections[para[0].section]
     has_cells = {c.section for c in chapter.cells if printing(c)}
-    for para in by_paragraph.values():
-        stated = [(line, value, (sentence_words(para, line, offset),
-                                 unit_after(line.text, NUMBER.match(line.text, offset).end())))
-                  for line in para for value, offset, _ in stated_numbers(chapter, line)[0]]
-        if not stated:
-            continue
-        section = chapter.sections[para[0].section]
-        if has_cells & ({section.index} | set(section.parents)):  # rule 2: the cells of the same section
-            pool, scope = local_cells(chapter, section.index, para), f'no code cell of its section "{section.title}"'
-        else:  # rule 3: sections that print at least two of the paragraph's numbers (or its only one)
-            need = min(2, len({v for _, v, _ in stated}))
-            eligible = []
-            for candidate in chapter.sections:
-                if candidate.level != 2:
-                    continue
-                cells = [c for c in chapter.cells if c.section in set(candidate.within)]
-                if len({v for _, v, w in stated if any(c.vouches(v, w) for c in cells)}) >= need:
-                    eligible.append(candidate)
-            pool = [c for c in chapter.cells if any(c.section in t.within for t in eligible)]
-            names = ", ".join(f'"{t.title}"' for t in eligible) or "none"
-            scope = (f"no section that prints at least {need} of the paragraph's numbers ({names})")
-        # rule 5's neighbours: a timing that happens to print a value one slip away on this run is no neighbour
-        printed_here = set().union(*[c.printed for c in pool if not c.machine_dependent])
-        for line, value, words in stated:
-            if not slips(value) & printed_here:
-                words = None  # no neighbouring value printed nearby: the value alone ties it
-            if not any(c.vouches(value, words) for c in pool):
-                near = sorted(((c, abs(c.line - line.number)) for c in pool), key=lambda cd: (cd[1], cd[0].line))
-                why = scope
-                if words is not None and any(value in c.printed for c in pool):  # rule 5, not a missing print
-                    label = ", ".join(sorted(words[0])[:8]) or "none"
-                    why = (f"(rule 5) a value one slip away ({', '.join(sorted(slips(value) & printed_here))}) is "
-                           f"printed nearby too, so the value alone does not tie it, and no output segment labels it "
-                           f"with a word of its sentence ({label}){' and its unit ' + words[1] if words[1] else ''}:"
-                           f" print it with its label, e.g. print(f\"<label>: {{x}}\"), and no code cell of"
-                           f" the section")
-                found.append(Problem(chapter.name, line.number, value, line.text, why, near))
+    if has_cells & ({section.index} | set(section.parents)):
+        return local_cells(chapter, section.index, para), f'no code cell of its section "{section.title}"'
+    need = min(2, len({v for _, v, _ in stated}))
+    eligible = [t for t in chapter.sections if t.level == 2 and len(vouched(chapter, t, stated)) >= need]
+    pool = [c for c in chapter.cells if any(c.section in t.within for t in eligible)]
+    names = ", ".join(f'"{t.title}"' for t in eligible) or "none"
+    return pool, f"no section that prints at least {need} of the paragraph's numbers ({names})"
+
+
+def vouched(chapter, section, stated):
+    """The stated values that the cells of a section (with its subsections) print or have as literals."""
+    cells = [c for c in chapter.cells if c.section in set(section.within)]
+    return {v for _, v, w in stated if any(c.vouches(v, w) for c in cells)}
+
+
+def untied(chapter, stated, pool, scope):
+    """The stated numbers that no cell of the pool ties (rule 5: by its label, when a slip of it is printed too)."""
+    # rule 5's neighbours: a timing that happens to print a value one slip away on this run is no neighbour
+    printed_here = set().union(*[c.printed for c in pool if not c.machine_dependent])
+    found = []
+    for line, value, words in stated:
+        if not slips(value) & printed_here:
+            words = None  # no neighbouring value printed nearby: the value alone ties it
+        if not any(c.vouches(value, words) for c in pool):
+            near = sorted(((c, abs(c.line - line.number)) for c in pool), key=lambda cd: (cd[1], cd[0].line))
+            labelled_only = words is not None and any(value in c.printed for c in pool)  # rule 5, not a missing print
+            why = unlabelled(value, words, printed_here) if labelled_only else scope
+            found.append(Problem(chapter.name, line.number, value, line.text, why, near))
     return found
+
+
+def unlabelled(value, words, printed_here):
+    """Rule 5's reason: the value is printed, but so is a slip of it, and no segment printing it has its label."""
+    label = ", ".join(sorted(words[0])[:8]) or "none"
+    return (f"(rule 5) a value one slip away ({', '.join(sorted(slips(value) & printed_here))}) is "
+            f"printed nearby too, so the value alone does not tie it, and no output segment labels it "
+            f"with a word of its sentence ({label}){' and its unit ' + words[1] if words[1] else ''}:"
+            f" print it with its label, e.g. print(f\"<label>: {{x}}\"), and no code cell of"
+            f" the section")
 
 
 def describe_rule():
