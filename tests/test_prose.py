@@ -15,7 +15,7 @@ import jupytext
 import pytest
 
 from tools import prose_numbers as P
-from tools.notebooks import NUMBER, chapter_names, code_cells
+from tools.notebooks import NUMBER, chapter_names, code_cells, code_literals, magnitudes, normalise, numbers_in
 from tools.prose_constants import DEFINING
 
 # the self-test's floors: a check that let more than 2% of changed figures (or 40% of changed small
@@ -206,3 +206,32 @@ def test_an_erratum_admonition_is_located():
 def test_text_the_scanner_cannot_read_is_named(text, message):
     with pytest.raises(P.Unreadable, match=message):
         P.read("snippet", text=text, golden=[])
+
+
+# the one number grammar (tools/notebooks.py) that reads prose, outputs and code alike
+
+
+def test_numbers_are_read_as_written_with_their_sign():
+    text = "From \u22122.61 to +2.59 and -0.5, then 1,000 and 10,000,000 tokens (32%)."
+    assert [value for value, _, _ in numbers_in(text)] == ["-2.61", "2.59", "-0.5", "1000", "10000000", "32"]
+    assert magnitudes(text) == {"2.61", "2.59", "0.5", "1000", "10000000", "32"}
+    assert [text[offset] for _, offset, _ in numbers_in(text)] == ["2", "2", "0", "1", "1", "3"]
+
+
+def test_a_number_inside_a_word_or_a_version_is_no_number():
+    assert numbers_in("fp16 x86 3rd 16GB v1.2.3 is_2") == []
+
+
+def test_one_written_number_normalises_and_anything_else_is_refused():
+    assert (normalise("\u22122.61"), normalise(" 1,024 "), normalise("0.90")) == ("2.61", "1024", "0.90")
+    with pytest.raises(ValueError, match="not a number: 'about 3'"):
+        normalise("about 3")
+
+
+def test_the_literals_of_a_code_cell_are_its_inputs():
+    where = {}
+    source = "%time warm_up(3)\nSTEPS = 400\nrate = -0.5 * 2.0\n!echo 9\n"
+    literals = code_literals(source, where)
+    assert {"400", "-0.5", "2.0", "2"} <= literals, literals
+    assert not {"3", "9"} & literals, "a line of IPython magic (%, !) holds no input"
+    assert where["400"] == ["STEPS = 400"] and where["2"] == ["rate = -0.5 * 2.0"]

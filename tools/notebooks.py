@@ -1,4 +1,5 @@
-"""Helpers shared by the golden-notebook script and the tests: where chapters and goldens live, how to read them."""
+"""Helpers shared by the golden-notebook script, the prose check and the tests: where chapters and goldens live,
+how to read them, and the one grammar of numbers as they are written in prose, in outputs and in code."""
 from __future__ import annotations
 
 import ast
