@@ -13,7 +13,7 @@ import pytest
 
 from book.source_figures import ROWS
 from tools.notebooks import ERRATUM
-from tools.notebooks import CHAPTERS, chapter_names, normalise, numbers_in, printed_numbers, read_golden
+from tools.notebooks import CHAPTERS, chapter_names, magnitudes, normalise, printed_numbers, read_golden
 
 
 # a MyST footnote definition that opens with "Erratum", and its indented continuation lines
@@ -49,7 +49,7 @@ def test_figure_is_printed_by_its_chapter(row):
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r["course_text"]], ids=lambda r: r["id"])
 def test_corrected_figure_has_an_erratum_note(row):
-    quoted = [{n for n, _ in numbers_in(note)} for note in errata_notes(row["chapter"])]  # whole numbers:
+    quoted = [magnitudes(note) for note in errata_notes(row["chapter"])]  # whole numbers:
     wanted = {normalise(row["source_text"]), normalise(row["course_text"])}  # "256" is not found inside "256.5"
     assert any(wanted <= numbers for numbers in quoted), (
         f"{row['id']}: the course prints {row['course_text']} where the source says {row['source_text']}; "

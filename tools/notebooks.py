@@ -1,4 +1,5 @@
-"""Helpers shared by the golden-notebook script and the tests: where chapters and goldens live, how to read them."""
+"""Helpers shared by the golden-notebook script, the prose check and the tests: where chapters and goldens live,
+how to read them, and the one grammar of numbers as they are written in prose, in outputs and in code."""
 from __future__ import annotations
 
 import ast
@@ -45,8 +46,28 @@ def output_text(cell):
     return "\n".join(parts)
 
 
-# A number as it is written: 1,000 or 0.933 or 10,000,000 or 2.4849, not part of a word or a version.
-NUMBER = re.compile(r"(?<![\w.])[-+\u2212]?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d)")
+# ----------------------------------------------------------------------------------------------------
+# numbers as they are written, in prose, in outputs and in code: the one grammar of the checks
+
+# A number as it is written, with its sign: 1,000 or -0.933 or \u22122.61 or 10,000,000; not part of a word or a
+# version (1.2.3). Group 1 is the sign, 2 the whole part, 3 the decimals.
+NUMBER = re.compile(r"(?<![\w.])([-+\u2212]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d)")
+
+
+def signed(match):
+    """Canonical signed form of a NUMBER match: '-2.61', '2048', '0.9'."""
+    sign = "-" if match.group(1) in ("-", "\u2212") else ""
+    return sign + match.group(2).replace(",", "") + (match.group(3) or "")
+
+
+def numbers_in(text):
+    """(canonical signed number, offset of its digits, span) for every number written in `text`."""
+    return [(signed(m), m.start(2), m.span()) for m in NUMBER.finditer(text)]
+
+
+def magnitudes(text):
+    """The canonical numbers written in `text`, signs dropped ('-2.61' gives '2.61')."""
+    return {value.lstrip("-") for value, _, _ in numbers_in(text)}
 
 
 def normalise(text):
@@ -54,24 +75,29 @@ def normalise(text):
     m = NUMBER.fullmatch(text.strip())
     if not m:
         raise ValueError(f"not a number: {text!r}")
-    return m.group(1).replace(",", "") + (m.group(2) or "")
+    return signed(m).lstrip("-")
 
 
-def numbers_in(text):
-    """(canonical number, offset) for every number written in `text`."""
-    return [(m.group(1).replace(",", "") + (m.group(2) or ""), m.start()) for m in NUMBER.finditer(text)]
-
-
-def code_literals(source):
-    """Canonical forms of the numeric literals in a code cell (the chapter's inputs)."""
-    lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+def code_literals(source, where=None):
+    """Canonical signed forms of the numeric literals of a code cell (its inputs); 2.0 also counts as 2.
+    `where`, a dict, receives for each literal the source lines that hold it."""
+    lines = [ln if not ln.lstrip().startswith(("%", "!")) else "" for ln in source.splitlines()]
     found = set()
     for node in ast.walk(ast.parse("\n".join(lines))):
+        sign = ""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+            node, sign = node.operand, "-"
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            found.add(repr(node.value) if isinstance(node.value, float) else str(node.value))
+            forms = {sign + (repr(node.value) if isinstance(node.value, float) else str(node.value))}
+            if isinstance(node.value, float) and node.value.is_integer() and abs(node.value) < 1e15:
+                forms.add(sign + str(int(node.value)))
+            found |= forms
+            if where is not None:
+                for form in forms:
+                    where.setdefault(form, []).append(lines[node.lineno - 1])
     return found
 
 
 def printed_numbers(nb):
-    """Every number the golden's cells printed, canonical."""
-    return {n for cell in code_cells(nb) for n, _ in numbers_in(output_text(cell))}
+    """Every number the golden's cells printed, canonical, signs dropped."""
+    return {n for cell in code_cells(nb) for n in magnitudes(output_text(cell))}

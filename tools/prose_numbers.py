@@ -1,9 +1,12 @@
-"""Tie every number a chapter's prose states to the code cells near it (issue 13).
+"""Tie every number a chapter's prose states to the code cells near it.
 
-The document comes from the chapter's `.md`, read by Jupytext: its sections, its prose lines (Markdown
-cells, figure captions and alt texts in cell metadata) and where each code cell stands. What each code
-cell printed comes from the golden: the i-th code cell of the chapter is the i-th code cell of the golden
-(markdown cells of the golden, if any, are ignored), and their sources must agree, or the golden is stale.
+The document comes from the chapter's `.md`, parsed by markdown-it-py with MyST's block syntax (the parser
+MyST itself uses): its sections, its prose lines (paragraphs, list items, footnotes, display math, the titles
+and bodies of directives such as admonitions and dropdowns, and the figure captions and alt texts of code
+cells) and where each code cell stands. Front matter, literal blocks (```sh, indented code, directives that
+show code) and MyST targets and comments are not prose. What each code cell printed comes from the golden:
+the i-th code cell of the chapter is the i-th code cell of the golden (markdown cells of the golden, if any,
+are ignored), and their sources must agree, or the golden is stale.
 
 THE RULE (printed by `describe_rule()` and in every failure message):
 
@@ -35,65 +38,51 @@ THE RULE (printed by `describe_rule()` and in every failure message):
 """
 from __future__ import annotations
 
-import ast
+import itertools
 import re
 from dataclasses import dataclass, field, replace
 
 import jupytext
+from markdown_it import MarkdownIt
+from mdit_py_plugins.colon_fence import colon_fence_plugin
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.footnote import footnote_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+from mdit_py_plugins.myst_blocks import myst_block_plugin
+from mdit_py_plugins.myst_role import myst_role_plugin
 
 from book.source_figures import ROWS as SOURCE_FIGURES
-from tools.notebooks import CHAPTERS, ERRATUM, code_cells, output_text, read_golden
+from tools.notebooks import CHAPTERS, NUMBER, code_cells, code_literals, numbers_in, output_text, read_golden
 from tools.prose_constants import DEFINING
 
-# A number as it is written, with its sign: 1,000 or -0.933 or −2.61; not part of a word or a version.
-NUMBER = re.compile(r"(?<![\w.])([-+\u2212]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d)")
 CROSS_REFERENCE = re.compile(r"\b(?:chapters?|sections?)\s+$", re.IGNORECASE)
 CITATION_YEAR = re.compile(r"\([A-Z][^()]*?,\s*$")
 ROLE_OR_LINK = re.compile(r"\{\w+\}`[^`]*`|\]\([^)]*\)|^\([\w-]+\)=$", re.MULTILINE)
-HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 FIGURE_REPR = re.compile(r"^<(Figure|matplotlib\.|Axes)[^>]*>$")
-FENCE = re.compile(r"^(`{3,}|~{3,}|:{3,})")
+
+# MyST's block syntax on CommonMark: front matter, (targets)= and +++ breaks and % comments, ::: directives,
+# $$ math, footnotes, {role}`...`, tables
+MYST = (MarkdownIt("commonmark").use(front_matter_plugin).use(myst_block_plugin).use(colon_fence_plugin)
+        .use(dollarmath_plugin).use(footnote_plugin).use(myst_role_plugin).enable("table"))
+DIRECTIVE = re.compile(r"\{([\w:-]+)\}\s*(.*)")  # the info of a directive's fence: {name} argument
+OPTION = re.compile(r"\s*:[\w-]+:")  # a directive's `:key: value` option line
+LITERAL_DIRECTIVES = {"code-block", "code", "sourcecode", "literalinclude", "raw", "raw-cell", "eval-rst",
+                      "eval-md", "toctree", "tableofcontents", "bibliography", "nb-exec-table", "mermaid"}
+CAPTION_KEY = re.compile(r"(\s*)(caption|alt):(.*)")  # a caption or alt text in a code cell's YAML header
 
 
 class StaleGolden(AssertionError):
     pass
 
 
-def signed(match):
-    """Canonical signed form of a NUMBER match: '-2.61', '2048', '0.9'."""
-    sign = "-" if match.group(1) in ("-", "\u2212") else ""
-    return sign + match.group(2).replace(",", "") + (match.group(3) or "")
-
-
-def numbers_in(text):
-    """(canonical signed number, offset of its digits, span) for every number written in `text`."""
-    return [(signed(m), m.start(2), m.span()) for m in NUMBER.finditer(text)]
+class Unreadable(AssertionError):
+    """The chapter's text and Jupytext's reading of it disagree (e.g. on the number of code cells)."""
 
 
 def is_figure(value):
     """A figure: a decimal, or an integer of three or more digits. Otherwise a small integer."""
     digits = value.lstrip("-")
     return "." in digits or len(digits) >= 3
-
-
-def code_literals(source, where=None):
-    """Canonical signed forms of the numeric literals of a code cell (its inputs); 2.0 also counts as 2.
-    `where`, a dict, receives for each literal the source lines that hold it."""
-    lines = [ln if not ln.lstrip().startswith(("%", "!")) else "" for ln in source.splitlines()]
-    found = set()
-    for node in ast.walk(ast.parse("\n".join(lines))):
-        sign = ""
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-            node, sign = node.operand, "-"
-        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            forms = {sign + (repr(node.value) if isinstance(node.value, float) else str(node.value))}
-            if isinstance(node.value, float) and node.value.is_integer() and abs(node.value) < 1e15:
-                forms.add(sign + str(int(node.value)))
-            found |= forms
-            if where is not None:
-                for form in forms:
-                    where.setdefault(form, []).append(lines[node.lineno - 1])
-    return found
 
 
 @dataclass
@@ -136,7 +125,7 @@ class Line:
     text: str
     section: int
     paragraph: int  # lines of one paragraph (or bullet, caption, alt text) share this id
-    kind: str  # "text", "caption" or "alt"
+    kind: str  # "heading", "text", "caption" or "alt"
     display_math: bool = False  # the line lies inside a $$ ... $$ block
 
 
@@ -174,7 +163,8 @@ class Problem:
             close = sorted(nums, key=lambda v: abs(float(v) - float(self.stated)))[:8]
             prints = ", ".join(sorted(close, key=float)) if close else "nothing"
             shown.append(f"      code cell {cell.index} (line {cell.line}) prints {prints}"
-                         + (f"; literals {', '.join(sorted(cell.literals, key=float)[:8])}" if cell.literals else ""))
+                         + (f"; literals {', '.join(sorted(cell.literals, key=lambda v: (float(v), v))[:8])}"
+                            if cell.literals else ""))
         more = f"\n      ... and {len(self.nearby) - 4} more cells" if len(self.nearby) > 4 else ""
         return (f"chapters/{self.chapter}.md:{self.line}: states {self.stated}, but {self.scope} prints it"
                 f" or has it as an input:\n    | {self.text.strip()[:100]}\n"
@@ -182,7 +172,72 @@ class Problem:
 
 
 # ----------------------------------------------------------------------------------------------------
-# reading a chapter
+# scanning the MyST text into blocks: which lines are prose, which are headings, where the code cells stand
+
+
+@dataclass(frozen=True)
+class Block:
+    """Lines start..end-1 of the file (0-based) that the check reads as one unit."""
+    start: int
+    end: int
+    kind: str  # "heading", "text", "math", "code-cell" or "erratum" (the lines of an Erratum admonition)
+    level: int = 0  # a heading's
+    title: str = ""  # a heading's
+
+
+def blocks(text, first=0):
+    """The blocks of the MyST `text`, whose first line is line `first` of the file, in the file's order."""
+    tokens = MYST.parse(text)
+    found = [block for i, token in enumerate(tokens) for block in token_blocks(tokens, i, first)]
+    return sorted(found, key=lambda b: (b.start, b.kind != "erratum"))
+
+
+def token_blocks(tokens, i, first):
+    """The blocks that token `i` opens: a heading, a paragraph or table (prose), display math, a fence."""
+    token = tokens[i]
+    if token.map is None:
+        return []
+    start, end = token.map[0] + first, token.map[1] + first
+    if token.type == "heading_open":
+        return [Block(start, end, "heading", int(token.tag[1:]), tokens[i + 1].content.strip())]
+    if token.type in ("paragraph_open", "table_open", "html_block"):
+        return [Block(start, end, "text")]
+    if token.type in ("math_block", "math_block_label"):
+        return [Block(start, end, "math")]
+    if token.type in ("fence", "colon_fence"):
+        return fence_blocks(token, start, end)
+    return []  # front matter, targets, comments, +++ breaks, indented code, rules; lists and quotes hold paragraphs
+
+
+def fence_blocks(token, start, end):
+    """A code cell; a directive's title and body, read as prose (math as math); nothing for a literal block."""
+    directive = DIRECTIVE.fullmatch(token.info.strip())
+    if directive is None or directive.group(1) in LITERAL_DIRECTIVES:
+        return []  # ```sh and the like show code, not figures
+    name, argument = directive.groups()
+    if name == "code-cell":
+        return [Block(start, end, "code-cell")]
+    body, body_start = directive_body(token.content, start + 1)
+    if name == "math":
+        return [Block(body_start, end - 1, "math")]
+    title = [Block(start, start + 1, "text")] if argument else []
+    erratum = [Block(start, end, "erratum")] if name == "admonition" and argument.startswith("Erratum") else []
+    return erratum + title + blocks(body, body_start)
+
+
+def directive_body(content, first):
+    """A directive's body without its options (`:key: value` lines, or a --- block), and the line it starts on."""
+    lines = content.splitlines(keepends=True)
+    skip = 0
+    if lines and lines[0].strip() == "---":
+        skip = next((i + 1 for i in range(1, len(lines)) if lines[i].strip() == "---"), 0)
+    while skip < len(lines) and OPTION.match(lines[skip]):
+        skip += 1
+    return "".join(lines[skip:]), first + skip
+
+
+# ----------------------------------------------------------------------------------------------------
+# reading a chapter: sections, prose lines and code cells from the blocks
 
 
 def golden_code_cells(name):
@@ -191,122 +246,148 @@ def golden_code_cells(name):
 
 def read(name, text=None, golden=None):
     """The chapter `name` as sections, prose lines and code cells with what the golden printed."""
-    path = CHAPTERS / f"{name}.md"
-    text = path.read_text() if text is None else text
-    nb = jupytext.reads(text, fmt="md:myst")
+    text = (CHAPTERS / f"{name}.md").read_text() if text is None else text
     golden = golden_code_cells(name) if golden is None else golden
-    mine = [c for c in nb.cells if c.cell_type == "code"]
+    mine = jupytext_code_cells(name, text)
+    check_golden(name, mine, golden)
+    found = blocks(text)
+    check_fences(name, found, mine)
+    chapter = Chapter(name, [], [], [Section(0, 0, "(before the first heading)", 1)])
+    raw, paragraphs, cells = text.splitlines(), itertools.count(), iter(zip(mine, golden))
+    for block in found:
+        add_block(chapter, block, raw, paragraphs, cells)
+    nest(chapter.sections)
+    chapter.quoted = {r["source_text"].replace(",", "") for r in SOURCE_FIGURES
+                      if r["chapter"] == name and r["course_text"]}
+    return chapter
+
+
+def jupytext_code_cells(name, text):
+    """The code cells of the chapter as Jupytext reads them (their source and metadata)."""
+    try:
+        return code_cells(jupytext.reads(text, fmt="md:myst"))
+    except Exception as error:  # Jupytext's own message says which cell and why
+        raise Unreadable(f"{name}: Jupytext cannot read the chapter: {error}") from error
+
+
+def check_fences(name, found, mine):
+    """markdown-it sees the code cells Jupytext sees."""
+    fences = sum(block.kind == "code-cell" for block in found)
+    if fences != len(mine):
+        raise Unreadable(f"{name}: markdown-it finds {fences} code-cell fences where Jupytext reads "
+                         f"{len(mine)} code cells: is a fence unclosed or indented?")
+
+
+def add_block(chapter, block, raw, paragraphs, cells):
+    """Add what a block holds to the chapter: a section, prose lines, a code cell or erratum lines."""
+    if block.kind == "heading":
+        add_heading(chapter, block, raw, next(paragraphs))
+    elif block.kind in ("text", "math"):
+        add_prose(chapter, block, raw, next(paragraphs))
+    elif block.kind == "code-cell":
+        add_code_cell(chapter, block.start, raw[block.start:block.end], *next(cells), paragraphs)
+    else:
+        chapter.erratum_lines |= set(range(block.start + 1, block.end + 1))
+
+
+def check_golden(name, mine, golden):
+    """The golden holds the chapter's code cells, in order, or it is stale."""
+    stale = f"the golden is stale, run `make golden CH={name}`"
     if len(mine) != len(golden):
-        raise StaleGolden(f"{name}: the chapter has {len(mine)} code cells and its golden {len(golden)}: "
-                          f"the golden is stale, run `make golden CH={name}`")
-    raw = text.splitlines()
-    sections = [Section(0, 0, "(before the first heading)", 1)]
-    lines, cells, cursor, paragraph = [], [], 0, 0
+        raise StaleGolden(f"{name}: the chapter has {len(mine)} code cells and its golden {len(golden)}: {stale}")
+    for index, (cell, gold) in enumerate(zip(mine, golden), start=1):
+        if cell.source != gold.source:
+            raise StaleGolden(f"{name}: code cell {index} of the chapter differs from the golden's: {stale}")
 
-    def find(start, predicate):
-        for i in range(start, len(raw)):
-            if predicate(raw[i]):
-                return i
-        raise AssertionError(f"{name}: could not locate a cell of the Jupytext notebook in the .md text")
 
-    code_index = 0
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            src = cell.source.splitlines()
-            if not src:
-                continue
-            start = find(cursor, lambda s, first=src[0]: s == first)
-            fence, in_math = None, False
-            for offset, line in enumerate(src):
-                number = start + offset + 1
-                assert raw[number - 1] == line, f"{name}: line {number} is not where Jupytext put it"
-                m = FENCE.match(line.strip())
-                if fence is None and m and "{admonition}" not in line and "{note}" not in line \
-                        and not line.strip().startswith(":::"):
-                    fence = m.group(1)
-                elif fence is not None and line.strip().startswith(fence):
-                    fence = None
-                if fence is not None or FENCE.match(line.strip()) and fence is None and "{" not in line:
-                    continue  # a literal block (```sh ...) shows code, not figures
-                h = HEADING.match(line) if fence is None else None
-                if h:
-                    sections.append(Section(len(sections), len(h.group(1)), h.group(2).strip(), number))
-                    paragraph += 1
-                    lines.append(Line(number, line, len(sections) - 1, paragraph, "heading"))
-                    paragraph += 1
-                    continue
-                if not line.strip() or line.lstrip().startswith(("- ", "* ", "1. ")) or line.startswith(":::"):
-                    paragraph += 1
-                opens = line.count("$$") % 2 == 1
-                if line.strip():
-                    lines.append(Line(number, line, len(sections) - 1, paragraph, "text", in_math or "$$" in line))
-                in_math = in_math != opens
-            cursor = start + len(src)
-            paragraph += 1
-        elif cell.cell_type == "code":
-            gold = golden[code_index]
-            code_index += 1
-            if gold.source != cell.source:
-                raise StaleGolden(f"{name}: code cell {code_index} of the chapter differs from the golden's: "
-                                  f"the golden is stale, run `make golden CH={name}`")
-            start = find(cursor, lambda s: s.startswith("```{code-cell}"))
-            # the YAML header (between --- lines right after the fence) holds captions and alt texts
-            header_end = start
-            if start + 1 < len(raw) and raw[start + 1] == "---":
-                header_end = find(start + 2, lambda s: s == "---")
-            body_end = find(header_end + 1, lambda s: s.startswith("```"))
+def add_heading(chapter, block, raw, paragraph):
+    """A heading opens a section; its own line is a paragraph of its own."""
+    chapter.sections.append(Section(len(chapter.sections), block.level, block.title, block.start + 1))
+    for i in range(block.start, block.end):
+        chapter.lines.append(Line(i + 1, raw[i], len(chapter.sections) - 1, paragraph, "heading"))
+
+
+def add_prose(chapter, block, raw, paragraph):
+    """The non-blank lines of a paragraph (list item, footnote, table, directive title) or of display math."""
+    for i in range(block.start, block.end):
+        if raw[i].strip():
+            chapter.lines.append(Line(i + 1, raw[i], len(chapter.sections) - 1, paragraph, "text",
+                                      block.kind == "math"))
+
+
+def add_code_cell(chapter, start, fence, cell, gold, paragraphs):
+    """A code cell: its caption and alt text are prose; what it prints and its literals go to a Cell."""
+    section = len(chapter.sections) - 1
+    header = caption_lines(start, fence, section, paragraphs)
+    check_captions(chapter.name, len(chapter.cells) + 1, cell, header)
+    chapter.lines += header
+    chapter.cells.append(cell_of(len(chapter.cells) + 1, start + 1, section, cell, gold))
+
+
+def caption_lines(start, fence, section, paragraphs):
+    """The caption and alt text lines of a code cell's YAML header (between --- lines right after the
+    fence, which is line `start`), each with its key blanked so the offsets of its numbers stay."""
+    if len(fence) < 2 or fence[1] != "---":
+        return []
+    end = next((i for i in range(2, len(fence)) if fence[i] == "---"), 1)
+    lines, key, indent = [], None, 0
+    for i in range(2, end):
+        m = CAPTION_KEY.match(fence[i])
+        if m:
+            key, indent, paragraph = m.group(2), len(m.group(1)), next(paragraphs)
+            text = " " * (len(fence[i]) - len(m.group(3))) + m.group(3)
+        elif key and len(fence[i]) - len(fence[i].lstrip()) > indent:
+            text = fence[i]  # a continuation line of the caption or alt text
+        else:
             key = None
-            for i in range(start + 1, header_end):
-                m = re.match(r"(\s*)(caption|alt):(.*)", raw[i])
-                if m:
-                    key, indent = m.group(2), len(m.group(1))
-                    paragraph += 1
-                    lines.append(Line(i + 1, " " * (len(raw[i]) - len(m.group(3))) + m.group(3),
-                                      len(sections) - 1, paragraph, key))
-                elif key and len(raw[i]) - len(raw[i].lstrip()) > indent:
-                    lines.append(Line(i + 1, raw[i], len(sections) - 1, paragraph, key))
-                else:
-                    key = None
-            paragraph += 1
-            _check_metadata(name, code_index, cell, [ln for ln in lines if start < ln.number <= header_end])
-            printed, labels, unitlist = {}, {}, {}
-            for out_line in output_text(gold).splitlines():
-                if FIGURE_REPR.match(out_line.strip()):  # "<Figure size 700x300 with 1 Axes>" is no figure
-                    continue
-                for value, _, _ in numbers_in(out_line):
-                    printed.setdefault(value, out_line.strip())
-                for segment in segments(out_line):
-                    words = label_words(NUMBER.sub(" ", LIST.sub(" ", segment)))
-                    if LIST.search(segment):  # a printed list of numbers labels none of them
-                        words = frozenset()
-                    for value, _, span in numbers_in(segment):
-                        labels.setdefault(value, []).append(words)
-                        unitlist.setdefault(value, []).append(unit_after(segment, span[1]))
-            where = {}  # literals of folded plot cells count too: alt texts describe their axes
-            literals = code_literals(cell.source, where)
-            literal_labels = {v: [label_words(re.sub(r"[_\W\d]+", " ", src)) for src in srcs] for v, srcs in where.items()}
-            cells.append(Cell(code_index, start + 1, len(sections) - 1, printed, literals, labels, unitlist,
-                              literal_labels, "nbval-ignore-output" in cell.metadata.get("tags", [])))
-            cursor = body_end + 1
-    for s in sections:
-        below = [t.index for t in sections[s.index + 1:]]
-        stop = next((i for i, t in zip(below, sections[s.index + 1:]) if t.level <= s.level), len(sections))
-        s.within = tuple(range(s.index, stop)) if s.level else (0,)
-    for s in sections:
-        s.parents = tuple(t.index for t in sections if t.level > 1 and t.index != s.index and s.index in t.within)
-    erratum = {n for m in ERRATUM.finditer(text)
-               for n in range(text.count("\n", 0, m.start()) + 1, text.count("\n", 0, m.end()) + 2)}
-    quoted = {r["source_text"].replace(",", "") for r in SOURCE_FIGURES if r["chapter"] == name and r["course_text"]}
-    return Chapter(name, lines, cells, sections, erratum, quoted)
+            continue
+        lines.append(Line(start + i + 1, text, section, paragraph, key))
+    return lines
 
 
-def _check_metadata(name, index, cell, header_lines):
+def check_captions(name, index, cell, header_lines):
     """The captions and alt texts read from the raw lines are the ones Jupytext parsed into the metadata."""
     meta = cell.metadata.get("mystnb", {})
     parsed = " ".join([meta.get("figure", {}).get("caption", ""), meta.get("image", {}).get("alt", "")])
     mine = [v for ln in header_lines for v, _, _ in numbers_in(ln.text)]
     theirs = [v for v, _, _ in numbers_in(parsed)]
-    assert sorted(mine) == sorted(theirs), f"{name}: code cell {index}: caption/alt numbers misread {mine} {theirs}"
+    if sorted(mine) != sorted(theirs):
+        raise Unreadable(f"{name}: code cell {index}: the caption and alt text read {mine}, Jupytext {theirs}")
+
+
+def cell_of(index, line, section, cell, gold):
+    """A code cell as the check sees it: what its golden printed, with labels, and its literals."""
+    printed, labels, unitlist = {}, {}, {}
+    for out_line in output_text(gold).splitlines():
+        if FIGURE_REPR.match(out_line.strip()):  # "<Figure size 700x300 with 1 Axes>" is no figure
+            continue
+        for value, _, _ in numbers_in(out_line):
+            printed.setdefault(value, out_line.strip())
+        for segment in segments(out_line):
+            for value, words, unit in labelled(segment):
+                labels.setdefault(value, []).append(words)
+                unitlist.setdefault(value, []).append(unit)
+    where = {}  # literals of folded plot cells count too: alt texts describe their axes
+    literals = code_literals(cell.source, where)
+    literal_labels = {v: [label_words(re.sub(r"[_\W\d]+", " ", src)) for src in srcs] for v, srcs in where.items()}
+    return Cell(index, line, section, printed, literals, labels, unitlist, literal_labels,
+                "nbval-ignore-output" in cell.metadata.get("tags", []))
+
+
+def labelled(segment):
+    """(value, label words, unit) of each number of an output segment; a printed list labels none."""
+    words = frozenset() if LIST.search(segment) else label_words(NUMBER.sub(" ", LIST.sub(" ", segment)))
+    return [(value, words, unit_after(segment, span[1])) for value, _, span in numbers_in(segment)]
+
+
+def nest(sections):
+    """Each section's `within` (itself and its subsections) and `parents` (the sections it lies in)."""
+    for s in sections:
+        after = sections[s.index + 1:]
+        stop = next((t.index for t in after if t.level <= s.level), len(sections))
+        s.within = tuple(range(s.index, stop)) if s.level else (0,)
+    for s in sections:
+        s.parents = tuple(t.index for t in sections if t.level > 1 and t.index != s.index and s.index in t.within)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -335,33 +416,37 @@ def formula_spans(line):
 
 
 def stated_numbers(chapter, line):
-    """(value, offset) of the numbers of a prose line that the check holds to the cells, and the exempt ones."""
+    """(value, offset, None) of the numbers of a prose line that the check holds to the cells, and
+    (value, offset, why) of the ones rule 4 exempts."""
     clean = ROLE_OR_LINK.sub(lambda m: " " * len(m.group(0)), line.text)
+    constants, formulas = constant_spans(chapter, line.text), formula_spans(line)
     checked, exempt = [], []
-    spans = constant_spans(chapter, line.text)
-    formulas = formula_spans(line)
     for value, offset, span in numbers_in(clean):
-        before = clean[:span[0]]
-        why = None
-        if CROSS_REFERENCE.search(before):
-            why = "cross-reference"
-        elif re.fullmatch(r"(19|20)\d\d", value) and clean[span[1]:span[1] + 1] == ")" and (
-                CITATION_YEAR.search(before) or before.endswith("(")):
-            why = "year of a publication"
-        elif line.number in chapter.erratum_lines and value.lstrip("-") in chapter.quoted:
-            why = "erratum quote"
-        elif any(a <= span[0] and span[1] <= b for a, b in spans):
-            why = "defining constant"
-        elif value in ("0", "1", "2") and any(a <= span[0] and span[1] <= b for a, b in formulas):
-            why = "part of a formula"
+        why = (written_exemption(clean, value, span) or erratum_quote(chapter, line, value)
+               or (inside(span, constants) and "defining constant")
+               or (value in ("0", "1", "2") and inside(span, formulas) and "part of a formula") or None)
         (exempt if why else checked).append((value, offset, why))
     return checked, exempt
 
 
-def nearest(chapter, section_ids, line_number):
-    """The code cells of these sections, nearest the line first, with their distance in lines."""
-    cells = [c for c in chapter.cells if c.section in section_ids]
-    return sorted(((c, abs(c.line - line_number)) for c in cells), key=lambda cd: (cd[1], cd[0].line))
+def written_exemption(clean, value, span):
+    """A cross-reference ("chapter 3") or the year of a citation ("(Vaswani et al., 2017)"), or None."""
+    before = clean[:span[0]]
+    if CROSS_REFERENCE.search(before):
+        return "cross-reference"
+    if re.fullmatch(r"(19|20)\d\d", value) and clean[span[1]:span[1] + 1] == ")" and (
+            CITATION_YEAR.search(before) or before.endswith("(")):
+        return "year of a publication"
+    return None
+
+
+def erratum_quote(chapter, line, value):
+    """Inside an Erratum admonition, the source's wrong figure it quotes is exempt."""
+    return "erratum quote" if line.number in chapter.erratum_lines and value.lstrip("-") in chapter.quoted else None
+
+
+def inside(span, spans):
+    return any(a <= span[0] and span[1] <= b for a, b in spans)
 
 
 def printing(cell):
@@ -470,51 +555,76 @@ def sentence_words(para, line, offset):
 
 
 def problems(chapter, only=None):
-    """Every stated number that the rule does not tie to a code cell, as Problems."""
+    """Every stated number that the rule does not tie to a code cell, as Problems (of the paragraphs `only`)."""
     found = []
-    by_paragraph = {}
+    for para in paragraphs(chapter, only):
+        stated = stated_in(chapter, para)
+        if stated:
+            pool, scope = cells_in_scope(chapter, para, stated)
+            found += untied(chapter, stated, pool, scope)
+    return found
+
+
+def paragraphs(chapter, only=None):
+    """The prose lines of the chapter grouped by paragraph, in order (only the paragraphs `only`, if given)."""
+    grouped = {}
     for line in chapter.lines:
         if only is None or line.paragraph in only:
-            by_paragraph.setdefault(line.paragraph, []).append(line)
+            grouped.setdefault(line.paragraph, []).append(line)
+    return list(grouped.values())
+
+
+def stated_in(chapter, para):
+    """(line, value, (label words of its sentence, its unit)) of each number of the paragraph the rule checks."""
+    return [(line, value, (sentence_words(para, line, offset),
+                           unit_after(line.text, NUMBER.match(line.text, offset).end())))
+            for line in para for value, offset, _ in stated_numbers(chapter, line)[0]]
+
+
+def cells_in_scope(chapter, para, stated):
+    """The cells a paragraph is held against, and the scope in words: those of its section above it (rule 2),
+    or, in a section whose cells print nothing, those of the sections that restate its numbers (rule 3)."""
+    section = chapter.sections[para[0].section]
     has_cells = {c.section for c in chapter.cells if printing(c)}
-    for para in by_paragraph.values():
-        stated = [(line, value, (sentence_words(para, line, offset),
-                                 unit_after(line.text, NUMBER.match(line.text, offset).end())))
-                  for line in para for value, offset, _ in stated_numbers(chapter, line)[0]]
-        if not stated:
-            continue
-        section = chapter.sections[para[0].section]
-        if has_cells & ({section.index} | set(section.parents)):  # rule 2: the cells of the same section
-            pool, scope = local_cells(chapter, section.index, para), f'no code cell of its section "{section.title}"'
-        else:  # rule 3: sections that print at least two of the paragraph's numbers (or its only one)
-            need = min(2, len({v for _, v, _ in stated}))
-            eligible = []
-            for candidate in chapter.sections:
-                if candidate.level != 2:
-                    continue
-                cells = [c for c in chapter.cells if c.section in set(candidate.within)]
-                if len({v for _, v, w in stated if any(c.vouches(v, w) for c in cells)}) >= need:
-                    eligible.append(candidate)
-            pool = [c for c in chapter.cells if any(c.section in t.within for t in eligible)]
-            names = ", ".join(f'"{t.title}"' for t in eligible) or "none"
-            scope = (f"no section that prints at least {need} of the paragraph's numbers ({names})")
-        # rule 5's neighbours: a timing that happens to print a value one slip away on this run is no neighbour
-        printed_here = set().union(*[c.printed for c in pool if not c.machine_dependent])
-        for line, value, words in stated:
-            if not slips(value) & printed_here:
-                words = None  # no neighbouring value printed nearby: the value alone ties it
-            if not any(c.vouches(value, words) for c in pool):
-                near = sorted(((c, abs(c.line - line.number)) for c in pool), key=lambda cd: (cd[1], cd[0].line))
-                why = scope
-                if words is not None and any(value in c.printed for c in pool):  # rule 5, not a missing print
-                    label = ", ".join(sorted(words[0])[:8]) or "none"
-                    why = (f"(rule 5) a value one slip away ({', '.join(sorted(slips(value) & printed_here))}) is "
-                           f"printed nearby too, so the value alone does not tie it, and no output segment labels it "
-                           f"with a word of its sentence ({label}){' and its unit ' + words[1] if words[1] else ''}:"
-                           f" print it with its label, e.g. print(f\"<label>: {{x}}\"), and no code cell of"
-                           f" the section")
-                found.append(Problem(chapter.name, line.number, value, line.text, why, near))
+    if has_cells & ({section.index} | set(section.parents)):
+        return local_cells(chapter, section.index, para), f'no code cell of its section "{section.title}"'
+    need = min(2, len({v for _, v, _ in stated}))
+    eligible = [t for t in chapter.sections if t.level == 2 and len(vouched(chapter, t, stated)) >= need]
+    pool = [c for c in chapter.cells if any(c.section in t.within for t in eligible)]
+    names = ", ".join(f'"{t.title}"' for t in eligible) or "none"
+    return pool, f"no section that prints at least {need} of the paragraph's numbers ({names})"
+
+
+def vouched(chapter, section, stated):
+    """The stated values that the cells of a section (with its subsections) print or have as literals."""
+    cells = [c for c in chapter.cells if c.section in set(section.within)]
+    return {v for _, v, w in stated if any(c.vouches(v, w) for c in cells)}
+
+
+def untied(chapter, stated, pool, scope):
+    """The stated numbers that no cell of the pool ties (rule 5: by its label, when a slip of it is printed too)."""
+    # rule 5's neighbours: a timing that happens to print a value one slip away on this run is no neighbour
+    printed_here = set().union(*[c.printed for c in pool if not c.machine_dependent])
+    found = []
+    for line, value, words in stated:
+        if not slips(value) & printed_here:
+            words = None  # no neighbouring value printed nearby: the value alone ties it
+        if not any(c.vouches(value, words) for c in pool):
+            near = sorted(((c, abs(c.line - line.number)) for c in pool), key=lambda cd: (cd[1], cd[0].line))
+            labelled_only = words is not None and any(value in c.printed for c in pool)  # rule 5, not a missing print
+            why = unlabelled(value, words, printed_here) if labelled_only else scope
+            found.append(Problem(chapter.name, line.number, value, line.text, why, near))
     return found
+
+
+def unlabelled(value, words, printed_here):
+    """Rule 5's reason: the value is printed, but so is a slip of it, and no segment printing it has its label."""
+    label = ", ".join(sorted(words[0])[:8]) or "none"
+    return (f"(rule 5) a value one slip away ({', '.join(sorted(slips(value) & printed_here))}) is "
+            f"printed nearby too, so the value alone does not tie it, and no output segment labels it "
+            f"with a word of its sentence ({label}){' and its unit ' + words[1] if words[1] else ''}:"
+            f" print it with its label, e.g. print(f\"<label>: {{x}}\"), and no code cell of"
+            f" the section")
 
 
 def describe_rule():
@@ -546,12 +656,6 @@ def times_ten(written):
     if "," in written:
         whole = f"{int(whole):,}"
     return whole + ("." + frac if decimals else "")
-
-
-def last_digit_down(written):
-    """'1.31' -> '1.30', '0.9' -> '0.8', '2,048' -> '2,047'; a 0 goes up: '0.60' -> '0.61'."""
-    d = written[-1]
-    return written[:-1] + ("1" if d == "0" else str(int(d) - 1))
 
 
 MUTATIONS = {"last digit": last_digit, "x10": times_ten}
