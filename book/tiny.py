@@ -33,7 +33,8 @@ STEPS, BATCH, LR, SEED = 400, 32, 1e-2, 0  # the training run every chapter repe
 TRAIN_WINDOW = 24  # tokens per training window; an episode of the text is about 16 words
 # The trained models compute in float64. In float32, 400 steps carry the rounding of one processor's sums
 # (AVX2, AVX-512, ARM's vector units and the plain path each add in their own order) into the second decimal
-# of the loss; in float64 the runs of every code path agree to about 1e-9 (tests/test_cpu_paths.py).
+# of the loss; in float64 the runs of the code paths tried (plain, AVX2, AVX-512) agree to about 1e-9 in the
+# loss, far below a printed digit (tests/test_cpu_paths.py).
 DTYPE = "float64"
 DTYPES = ("float32", "float64")
 
@@ -270,11 +271,12 @@ def _run_key(cfg: TinyConfig, steps: int, seed: int) -> str:
 
 
 # The run without the causal mask (chapter 2) is chaotic even in float64: once it finds that it can copy the
-# next token, its loss heads to zero and a 1e-16 difference in one sum grows a hundredfold every few steps, so
-# each CPU code path ends elsewhere (its last-30 loss 0.036 on one path, 0.045 on another). The course ships the
-# weights of that run as trained on the plain path below (which any x86 machine can follow, bit for bit:
-# tests/test_cpu_paths.py retrains and compares), and `trained_model(causal=False)` loads them; chapter 2
-# retrains it on the reader's machine (`shipped=False`) and checks that the conclusions hold there.
+# next token (from about step 110), a difference in the last bit of one sum grows by orders of magnitude within
+# tens of steps, so each CPU code path ends elsewhere (its last-30 loss 0.036 on the plain path, 0.045 on
+# AVX-512). The course ships the weights of that run as trained on the plain path below, a path every x86
+# machine has (tests/test_cpu_paths.py retrains it there and compares, bit for bit), and
+# `trained_model(causal=False)` loads them on any machine; chapter 2 retrains it on the reader's machine
+# (`shipped=False`) and checks that the section's conclusions hold there too.
 SHIPPED_UNMASKED = TEXT_PATH.with_name("tiny_unmasked.pt")
 PLAIN_PATH = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_CBWR": "COMPATIBLE"}
 
