@@ -96,3 +96,19 @@ def _the_shipped_unmasked_run_is_its_recipe_trained(env):
     assert run.stdout.strip() == "same", (
         "book/data/tiny_unmasked.pt is not what its recipe trains on the plain path; retrain it with\n  "
         + " ".join(f"{k}={v}" for k, v in tiny.PLAIN_PATH.items()) + f" python -m book.tiny ship\n{run.stderr[-3000:]}")
+
+
+def test_a_missed_timing_band_explains_itself_and_still_fails(capsys):
+    """A reader whose machine misses a timing band reads what was measured, what was expected and why; the cell
+    still raises (an AssertionError), so the build and nbval fail on it."""
+    from book.timing import TimingMissed, check_timing
+
+    check_timing(True, "speed-up 3.1", "above 1")  # in the band: silent
+    assert capsys.readouterr().out == ""
+    with pytest.raises(AssertionError) as raised:
+        check_timing(False, "speed-up 0.8", "above 1", "the cache saves positions")
+    assert raised.type is TimingMissed and "speed-up 0.8" in str(raised.value)
+    out = capsys.readouterr().out
+    for needed in ("measured: speed-up 0.8", "expected: above 1", "the cache saves positions", "processor",
+                   "other programs"):
+        assert needed in out, needed
