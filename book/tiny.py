@@ -444,5 +444,6 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:] != ["ship"]:
-        raise SystemExit("usage: python -m book.tiny ship  (retrains the shipped unmasked run, book/data/tiny_unmasked.pt)")
+        raise SystemExit("usage: python -m book.tiny ship  (retrains the shipped unmasked run, "
+                         "book/data/tiny_unmasked.pt)")
     _ship()
