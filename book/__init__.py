@@ -3,22 +3,18 @@
 Every chapter, exercise, solution and test imports from here, so the example
 is defined once.
 
-Importing it pins the CPU code paths of PyTorch and its MKL (AVX2, which nearly every x86
-machine of the last ten years has) before any tensor operation runs: on a processor with
-AVX-512, PyTorch would otherwise pick other kernels, whose sums round differently, and the
-tiny model's 400 training steps would carry that into the second decimal of its loss. A reader
-can override either variable before starting Python.
+It pins no CPU code path: the tiny model that chapters 1 to 6 train and measure computes in
+float64 (book/tiny.py), in which the code paths tried (PyTorch's plain one, AVX2, AVX-512:
+tests/test_cpu_paths.py) print the same figures, and the one chaotic run, the model without the
+mask, ships its weights.
 """
 import atexit
 import gc
-import os
 
-os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")  # read at PyTorch's first operation, not at import
-os.environ.setdefault("MKL_CBWR", "AVX2")  # MKL's conditional numerical reproducibility: the AVX2 branch
 # A process that imported torch spends 1.5 to 3.5 s at exit in Python's last garbage collection (a kernel
 # at the end of every chapter); frozen objects are skipped, and the system frees the memory all the same.
 atexit.register(gc.freeze)
-from . import style  # noqa: E402  (after the pins above)
+from . import style  # noqa: E402  (after the exit hook above)
 from .example import (
     ATTENTION_SCORES, INPUT_WORDS, LOGITS, NEXT_AFTER, NEXT_LOGITS, SENTENCE, START,
     TARGET_IDS, TARGET_WORDS, TOKEN_IDS, VOCAB, WORD_ID,

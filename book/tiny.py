@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import platform
 import tempfile
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -24,19 +25,23 @@ from .card import ModelCard
 
 __all__ = [
     "TinyConfig", "TinyGPT", "WordTokenizer", "load_text", "corpus", "batches", "AdamW", "train", "trained_model",
-    "card_of", "cache_folder", "generate", "greedy", "sample", "new_caches", "cache_bytes", "one_thread",
+    "card_of", "cache_folder", "generate", "greedy", "sample", "new_caches", "cache_bytes", "one_thread", "DTYPE",
 ]
 
 TEXT_PATH = Path(__file__).with_name("data") / "robot_text.txt"
 STEPS, BATCH, LR, SEED = 400, 32, 1e-2, 0  # the training run every chapter repeats: a few seconds on one core
 TRAIN_WINDOW = 24  # tokens per training window; an episode of the text is about 16 words
+# The trained models compute in float64. In float32, 400 steps carry the rounding of one processor's sums
+# (AVX2, AVX-512, ARM's vector units and the plain path each add in their own order) into the second decimal
+# of the loss; in float64 the runs of the code paths tried (plain, AVX2, AVX-512) agree to about 1e-9 in the
+# loss, far below a printed digit (tests/test_cpu_paths.py).
+DTYPE = "float64"
+DTYPES = ("float32", "float64")
 
 
 @contextmanager
 def one_thread():
-    """Run torch on one thread: the same numbers at any thread count, and faster for a model this small.
-
-    Across machines the numbers also need the same CPU code paths, which importing `book` pins (AVX2)."""
+    """Run torch on one thread: the same numbers at any thread count, and faster for a model this small."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -98,14 +103,25 @@ class TinyConfig:
     n_layers: int = 2
     d_ff: int = 128
     causal: bool = True  # False trains the model that can see the answer
+    dtype: str = "float32"  # of every weight and activation; the trained models use DTYPE, float64
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"TinyConfig(dtype={self.dtype!r}): the tiny model computes in one of "
+                             f"{', '.join(map(repr, DTYPES))}")
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return getattr(torch, self.dtype)
 
 
 def card_of(cfg: TinyConfig) -> ModelCard:
     """The tiny model's shape as a model card: LayerNorm, biases in the feed-forward layer only,
-    a learned position table, a tied output layer, float32 numbers."""
+    a learned position table, a tied output layer, numbers of the config's dtype (8 bytes in float64)."""
     return ModelCard(
         "tiny", n_layers=cfg.n_layers, d_model=cfg.d_model, n_heads=cfg.n_heads, d_head=cfg.d_model // cfg.n_heads,
-        d_ff=cfg.d_ff, vocab=cfg.vocab, ffn_biases=True, norm_params=2, positions=cfg.context, bytes_per_number=4,
+        d_ff=cfg.d_ff, vocab=cfg.vocab, ffn_biases=True, norm_params=2, positions=cfg.context,
+        bytes_per_number=torch.empty(0, dtype=cfg.torch_dtype).element_size(),
         source="book/tiny.py",
     )
 
@@ -114,8 +130,8 @@ class Attention(nn.Module):
     def __init__(self, cfg: TinyConfig):
         super().__init__()
         self.cfg = cfg
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
-        self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False, dtype=cfg.torch_dtype)
+        self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=False, dtype=cfg.torch_dtype)
 
     def forward(self, x, cache=None):
         B, T, C = x.shape
@@ -139,9 +155,11 @@ class Attention(nn.Module):
 class Block(nn.Module):
     def __init__(self, cfg: TinyConfig):
         super().__init__()
-        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        dtype = cfg.torch_dtype
+        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model, dtype=dtype), nn.LayerNorm(cfg.d_model, dtype=dtype)
         self.attn = Attention(cfg)
-        self.ff = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model))
+        self.ff = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff, dtype=dtype), nn.GELU(),
+                                nn.Linear(cfg.d_ff, cfg.d_model, dtype=dtype))
 
     def forward(self, x, cache=None):
         x = x + self.attn(self.norm1(x), cache)  # residual around attention
@@ -152,11 +170,12 @@ class TinyGPT(nn.Module):
     def __init__(self, cfg: TinyConfig):
         super().__init__()
         self.cfg = cfg
-        self.tokens = nn.Embedding(cfg.vocab, cfg.d_model)
-        self.positions = nn.Embedding(cfg.context, cfg.d_model)
+        dtype = cfg.torch_dtype  # every weight is made in it, so the random start is drawn in it too
+        self.tokens = nn.Embedding(cfg.vocab, cfg.d_model, dtype=dtype)
+        self.positions = nn.Embedding(cfg.context, cfg.d_model, dtype=dtype)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
-        self.norm = nn.LayerNorm(cfg.d_model)
-        self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
+        self.norm = nn.LayerNorm(cfg.d_model, dtype=dtype)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False, dtype=dtype)
         self.head.weight = self.tokens.weight  # tied output layer
         for module in self.modules():  # small starting weights, so the untrained model is unsure of everything
             if isinstance(module, (nn.Linear, nn.Embedding)):
@@ -232,25 +251,65 @@ def cache_folder() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "transformer-course"
 
 
+def _recipe(cfg: TinyConfig, steps: int, seed: int) -> dict:
+    """What a training run is asked to do: the config (dtype included), steps, seed, batch, rate, window, text."""
+    return {"config": asdict(cfg), "steps": steps, "seed": seed, "batch": BATCH, "lr": LR, "window": TRAIN_WINDOW,
+            "text": hashlib.sha256(load_text().encode()).hexdigest()}
+
+
 def _run_key(cfg: TinyConfig, steps: int, seed: int) -> str:
-    """A name for one training run: everything that decides its weights, hashed."""
-    recipe = {"config": asdict(cfg), "steps": steps, "seed": seed, "batch": BATCH, "lr": LR, "window": TRAIN_WINDOW,
-              "text": hashlib.sha256(load_text().encode()).hexdigest(), "torch": torch.__version__,
-              "cpu": [torch.backends.cpu.get_cpu_capability(), os.environ.get("MKL_CBWR", "")],
+    """A name for one training run: everything that decides its weights, hashed.
+
+    The recipe, the torch version, this file, and the CPU code paths (PyTorch's, oneDNN's, MKL's, the machine's
+    kind): in float64 these change the weights in their last bits only, yet a model is never loaded under a path
+    it was not trained on."""
+    cpu = [platform.machine(), torch.backends.cpu.get_cpu_capability()]
+    cpu += [os.environ.get(name, "") for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_CBWR")]
+    recipe = {**_recipe(cfg, steps, seed), "torch": torch.__version__, "cpu": cpu,
               "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def trained_model(causal=True, steps=STEPS, seed=SEED):
+# The run without the causal mask (chapter 2) is chaotic even in float64: once it finds that it can copy the
+# next token (from about step 110), a difference in the last bit of one sum grows by orders of magnitude within
+# tens of steps, so each CPU code path ends elsewhere (its last-30 loss 0.036 on the plain path, 0.045 on
+# AVX-512). The course ships the weights of that run as trained on the plain path below, a path every x86
+# machine has (tests/test_cpu_paths.py retrains it there and compares, bit for bit), and
+# `trained_model(causal=False)` loads them on any machine; chapter 2 retrains it on the reader's machine
+# (`shipped=False`) and checks that the section's conclusions hold there too.
+SHIPPED_UNMASKED = TEXT_PATH.with_name("tiny_unmasked.pt")
+PLAIN_PATH = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_CBWR": "COMPATIBLE"}
+
+
+def _load_shipped(model, steps, seed):
+    """The shipped weights and losses of the unmasked run, if they are of this recipe: losses, or None."""
+    try:
+        saved = torch.load(SHIPPED_UNMASKED, weights_only=True)
+    except (OSError, RuntimeError, EOFError):
+        return None
+    if saved.get("recipe") != json.dumps(_recipe(model.cfg, steps, seed), sort_keys=True):
+        return None  # another text, config or run: train it here
+    model.load_state_dict(saved["weights"])
+    return saved["losses"].tolist()
+
+
+def trained_model(causal=True, steps=STEPS, seed=SEED, dtype=DTYPE, shipped=True):
     """The course's tiny model, built from a fixed seed and trained on the shipped text: (model, losses).
 
-    The first call trains it (about 5 s on one core) and keeps the weights and losses in `cache_folder()`,
-    under a name made from the config, seed, steps, training text, torch version and this file; later
-    calls, in any notebook, load them. Loading gives the same numbers as training, bit for bit.
+    It computes in float64 (DTYPE), so that every processor prints the same figures from it. The first call
+    trains it (a few seconds on one core) and keeps the weights and losses in `cache_folder()`, under a name
+    made from the config (dtype included), seed, steps, training text, torch version, CPU code path and this
+    file; later calls, in any notebook, load them. Loading gives the same numbers as training, bit for bit.
+    The model without the mask (`causal=False`) comes from the course's shipped run (see SHIPPED_UNMASKED);
+    `shipped=False` trains it on this machine instead.
     """
     tokenizer, data = corpus()
     torch.manual_seed(seed)
-    model = TinyGPT(TinyConfig(vocab=len(tokenizer), causal=causal))  # built the same way either way
+    model = TinyGPT(TinyConfig(vocab=len(tokenizer), causal=causal, dtype=dtype))  # built the same way either way
+    if not causal and shipped:
+        losses = _load_shipped(model, steps, seed)
+        if losses is not None:
+            return model.eval(), losses
     path = cache_folder() / f"tiny-{_run_key(model.cfg, steps, seed)}.pt"
     try:
         saved = torch.load(path, weights_only=True)
@@ -364,3 +423,27 @@ def _generate(model, rows, n_new, pick, use_cache, generator, caches, window, lo
 def cache_bytes(caches) -> int:
     """Bytes held by the key and value tensors of a cache."""
     return sum(t.nelement() * t.element_size() for c in caches for t in (c["k"], c["v"]) if t is not None)
+
+
+def _ship():
+    """Train the unmasked run on the plain path and write it to SHIPPED_UNMASKED: `python -m book.tiny ship`."""
+    wrong = {k: os.environ.get(k) for k, v in PLAIN_PATH.items() if os.environ.get(k) != v}
+    if wrong:
+        raise SystemExit("the shipped run is trained on the plain CPU path; run\n  "
+                         + " ".join(f"{k}={v}" for k, v in PLAIN_PATH.items()) + " python -m book.tiny ship")
+    tokenizer, data = corpus()
+    torch.manual_seed(SEED)
+    model = TinyGPT(TinyConfig(vocab=len(tokenizer), causal=False, dtype=DTYPE))
+    losses = train(model, data)
+    torch.save({"weights": model.state_dict(), "losses": torch.tensor(losses, dtype=torch.float64),
+                "recipe": json.dumps(_recipe(model.cfg, STEPS, SEED), sort_keys=True)}, SHIPPED_UNMASKED)
+    print(f"wrote {SHIPPED_UNMASKED}: last-30 loss {sum(losses[-30:]) / 30:.6f}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["ship"]:
+        raise SystemExit("usage: python -m book.tiny ship  (retrains the shipped unmasked run, "
+                         "book/data/tiny_unmasked.pt)")
+    _ship()

@@ -41,8 +41,9 @@ def pytest_configure(config):
 # chapter 1, which needs no site, goes to the second worker; the browser tests, the longest file (about a third
 # of the suite), follow the build on the first worker; then the other long files; the rest keep pytest's
 # order. Run serially (a plain `pytest`), the order is the same.
-ORDER = ["test_build.py", "01_next_token_prediction.ipynb", "test_browser.py", "golden", "test_grading_attacks.py",
-         "test_jupyterlab.py", "test_pdf.py", "test_jupyter_server.py", "test_exercises.py", "test_tiny.py"]
+ORDER = ["test_build.py", "01_next_token_prediction.ipynb", "test_browser.py", "golden", "test_cpu_paths.py",
+         "test_grading_attacks.py", "test_jupyterlab.py", "test_pdf.py", "test_jupyter_server.py", "test_exercises.py",
+         "test_tiny.py"]
 
 
 def _rank(item):

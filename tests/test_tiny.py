@@ -2,6 +2,7 @@
 same text with and without its cache (cropping to its window as nanoGPT does), and its cache holds exactly
 the bytes the model card predicts."""
 import math
+import os
 import subprocess
 import sys
 
@@ -30,16 +31,17 @@ def test_training_is_deterministic(trained, tmp_path, monkeypatch):
     assert again == losses[:20]
 
 
-def _train_with(optimizer, steps):
+def _train_with(optimizer, steps, dtype="float32"):
     tokenizer, data = tiny.corpus()
     torch.manual_seed(tiny.SEED)
-    model = tiny.TinyGPT(tiny.TinyConfig(vocab=len(tokenizer)))
+    model = tiny.TinyGPT(tiny.TinyConfig(vocab=len(tokenizer), dtype=dtype))
     return model, tiny.train(model, data, steps=steps, optimizer=optimizer)
 
 
-def test_the_written_out_adamw_is_torchs_bit_for_bit():
-    ours, our_losses = _train_with(tiny.AdamW, 40)
-    theirs, their_losses = _train_with(torch.optim.AdamW, 40)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_written_out_adamw_is_torchs_bit_for_bit(dtype):
+    ours, our_losses = _train_with(tiny.AdamW, 40, dtype)
+    theirs, their_losses = _train_with(torch.optim.AdamW, 40, dtype)
     assert our_losses == their_losses
     for (name, a), (_, b) in zip(ours.state_dict().items(), theirs.state_dict().items()):
         assert torch.equal(a, b), name
@@ -180,3 +182,76 @@ def test_sampling_respects_top_p():
     gen = torch.Generator().manual_seed(0)
     draws = {tiny.sample(logits, top_p=0.5, generator=gen) for _ in range(50)}
     assert draws == {0}  # the favourite alone reaches 0.5
+
+
+def test_the_trained_models_compute_in_float64_throughout(trained):
+    """Issue 23: float64 weights, activations, outputs and card; a model built without a dtype stays float32."""
+    model, _ = trained
+    assert tiny.DTYPE == "float64" and model.cfg.dtype == "float64"
+    assert {p.dtype for p in model.parameters()} == {torch.float64}
+    with torch.no_grad():
+        assert model(torch.tensor([[0, 1, 2]])).dtype == torch.float64
+    assert tiny.card_of(model.cfg).bytes_per_number == 8
+    caches = tiny.new_caches(model)
+    tiny.generate(model, [0, 1, 2], 2, caches=caches)
+    assert caches[0]["k"].dtype == torch.float64
+    plain = tiny.TinyGPT(tiny.TinyConfig(vocab=5))
+    assert {p.dtype for p in plain.parameters()} == {torch.float32} and tiny.card_of(plain.cfg).bytes_per_number == 4
+
+
+def test_a_float64_model_is_drawn_in_float64_not_rounded_from_float32():
+    """The starting weights are drawn in float64 (a float32 draw cast up would differ by processor)."""
+    torch.manual_seed(0)
+    weights = tiny.TinyGPT(tiny.TinyConfig(vocab=5, dtype="float64")).tokens.weight
+    assert not torch.equal(weights, weights.float().double())
+
+
+def test_an_unknown_dtype_is_refused_clearly():
+    with pytest.raises(ValueError, match="dtype='float16'.*'float32', 'float64'"):
+        tiny.TinyConfig(vocab=5, dtype="float16")
+
+
+def test_the_cache_key_covers_the_dtype(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOOK_CACHE", str(tmp_path))
+    model64, losses64 = tiny.trained_model(steps=3)
+    model32, losses32 = tiny.trained_model(steps=3, dtype="float32")  # trained, not the float64 file loaded
+    assert len(list(tmp_path.glob("tiny-*.pt"))) == 2
+    assert next(model32.parameters()).dtype == torch.float32 and losses32 != losses64
+    assert next(tiny.trained_model(steps=3, dtype="float32")[0].parameters()).dtype == torch.float32  # loaded
+
+
+@pytest.mark.parametrize("variable", ["ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR"])
+def test_the_cache_key_covers_the_cpu_code_path(variable, tmp_path):
+    """A model trained on one code path is never loaded under another (each names another file)."""
+    code = ("from book import tiny; tokenizer, _ = tiny.corpus(); "
+            "print(tiny._run_key(tiny.TinyConfig(vocab=len(tokenizer), dtype=tiny.DTYPE), 3, 0))")
+    env = {k: v for k, v in os.environ.items() if k not in tiny.PLAIN_PATH}
+
+    def key(**pins):
+        return subprocess.run([sys.executable, "-c", code], env={**env, **pins}, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    assert key() != key(**{variable: tiny.PLAIN_PATH[variable]})
+
+
+def test_the_unmasked_model_is_the_shipped_run(trained, tmp_path, monkeypatch):
+    """causal=False loads book/data/tiny_unmasked.pt (nothing trained, nothing written); another recipe trains.
+
+    That the shipped file is what its recipe trains on the plain path is checked by tests/test_cpu_paths.py."""
+    monkeypatch.setenv("BOOK_CACHE", str(tmp_path))
+    model, losses = tiny.trained_model(causal=False)
+    saved = torch.load(tiny.SHIPPED_UNMASKED, weights_only=True)
+    assert losses == saved["losses"].tolist() and len(losses) == tiny.STEPS
+    assert not model.cfg.causal and all(torch.equal(a, saved["weights"][k]) for k, a in model.state_dict().items())
+    assert sum(losses[-30:]) / 30 < sum(trained[1][-30:]) / 30 / 5  # it learnt to copy: far below the masked run
+    assert not list(tmp_path.glob("tiny-*.pt"))  # loaded, not trained
+    tiny.trained_model(causal=False, steps=4)  # another recipe: trained here
+    tiny.trained_model(causal=False, steps=4, shipped=False)  # the same run, now loaded from the cache
+    assert len(list(tmp_path.glob("tiny-*.pt"))) == 1
+
+
+def test_shipping_refuses_another_cpu_path():
+    env = {k: v for k, v in os.environ.items() if k not in tiny.PLAIN_PATH}
+    run = subprocess.run([sys.executable, "-m", "book.tiny", "ship"], env=env, capture_output=True, text=True)
+    assert run.returncode != 0 and "ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41" in run.stderr
+    assert "Traceback" not in run.stderr

@@ -1,0 +1,117 @@
+"""The chapters that compute with PyTorch (train, sample, time) print the same on any CPU code path, not only on
+this machine's.
+
+PyTorch picks its kernels by processor (AVX-512, AVX2, ARM's NEON, a plain path), and so do oneDNN and
+MKL; each adds in its own order and rounds differently. The goldens' own nbval run uses this machine's
+path; here the same goldens run again, each path in a fresh model cache (so the tiny models are trained
+on that path, not loaded), with nbval, and every output must equal the golden:
+
+- plain: PyTorch's default kernels, oneDNN held to SSE4.1 and MKL in its compatible mode, the path any
+  x86-64 processor can follow (ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_CBWR=COMPATIBLE);
+- avx2 and avx512: PyTorch's vector kernels of those widths, where the processor has them and they are
+  not already the path of the goldens' run.
+
+The same plain-path run checks that the shipped weights of the unmasked model (book/data/tiny_unmasked.pt)
+are what its recipe trains, bit for bit (chapter 2's last cell retrains it there, into that cache).
+Timing cells (nbval-ignore-output) are left out, as in the goldens' run; the sanitizers of
+tests/sanitize.cfg apply.
+"""
+import os
+import platform
+import re
+import subprocess
+import sys
+
+import pytest
+
+from book import tiny
+from notebooks import GOLDEN, ROOT, chapter_names
+
+# the chapters that compute with PyTorch: those that train, load or sample the tiny trained models, and those
+# whose other torch computations (a training step, a fused attention) could round differently on another path
+CHAPTERS = [name for name in chapter_names() if "import torch" in (ROOT / "chapters" / f"{name}.md").read_text()]
+PATHS = {
+    "plain": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_CBWR": "COMPATIBLE"},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"},
+    "avx512": {"ATEN_CPU_CAPABILITY": "avx512"},
+}
+CAPABILITY = {"plain": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512"}  # as torch.backends.cpu names them
+PINS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_CBWR")
+
+
+def capability(env):
+    """The code path PyTorch takes under `env` on this machine (it falls back when the processor lacks one)."""
+    code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def environment(path, cache):
+    env = {k: v for k, v in os.environ.items() if k not in PINS}
+    return {**env, **PATHS[path], "BOOK_CACHE": str(cache), "PYTHONHASHSEED": "0"}
+
+
+def failed_cells(output):
+    """The golden cells nbval reports as failed, e.g. '02_causal_mask.ipynb::Cell 16'."""
+    return sorted(set(re.findall(r"FAILED \S*?([0-9]{2}_\w+\.ipynb::Cell \d+)", output)))
+
+
+def test_the_chapters_that_train_are_found():
+    trained = {name for name in chapter_names()
+               if "tiny.trained_model(" in (ROOT / "chapters" / f"{name}.md").read_text()}
+    assert {"01_next_token_prediction", "02_causal_mask", "04_kv_cache", "05_sampling",
+            "06_context_window"} <= trained <= set(CHAPTERS)
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_the_goldens_print_the_same_on_another_cpu_path(path, tmp_path):
+    if platform.machine() not in ("x86_64", "AMD64") and path != "plain":
+        pytest.skip(f"{path} is an x86 code path; this machine is {platform.machine()}")
+    env = environment(path, tmp_path / "cache")
+    native = capability({k: v for k, v in os.environ.items() if k not in PINS})
+    taken = capability(env)
+    if taken != CAPABILITY[path]:
+        pytest.skip(f"this processor has no {path} path (PyTorch falls back to {taken})")
+    if path != "plain" and taken == native:
+        pytest.skip(f"{path} is this machine's own path: the goldens' nbval run covers it")
+    goldens = [str(GOLDEN / f"{name}.ipynb") for name in CHAPTERS]
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *goldens],
+                         cwd=ROOT, env=env, capture_output=True, text=True)
+    failed = failed_cells(run.stdout)
+    assert run.returncode == 0, (
+        f"on the {path} path ({' '.join(f'{k}={v}' for k, v in PATHS[path].items())}), {len(failed)} golden "
+        f"cells printed something else: {', '.join(failed) or '(see below)'}\n{run.stdout[-6000:]}")
+    if path == "plain":
+        assert PATHS["plain"] == tiny.PLAIN_PATH, "book.tiny ships the unmasked run on another path than this test's"
+        _the_shipped_unmasked_run_is_its_recipe_trained(env)
+
+
+def _the_shipped_unmasked_run_is_its_recipe_trained(env):
+    """Chapter 2 retrained the unmasked model into this cache on the plain path: it must be the shipped one."""
+    code = ("import torch; from book import tiny\n"
+            "shipped, shipped_losses = tiny.trained_model(causal=False)\n"
+            "here, losses = tiny.trained_model(causal=False, shipped=False)\n"
+            "assert losses == shipped_losses, 'losses differ'\n"
+            "for (k, a), (_, b) in zip(here.state_dict().items(), shipped.state_dict().items()):\n"
+            "    assert torch.equal(a, b), k\n"
+            "print('same')")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.stdout.strip() == "same", (
+        "book/data/tiny_unmasked.pt is not what its recipe trains on the plain path; retrain it with\n  "
+        + " ".join(f"{k}={v}" for k, v in tiny.PLAIN_PATH.items()) + f" python -m book.tiny ship\n{run.stderr[-3000:]}")
+
+
+def test_a_missed_timing_band_explains_itself_and_still_fails(capsys):
+    """A reader whose machine misses a timing band reads what was measured, what was expected and why; the cell
+    still raises (an AssertionError), so the build and nbval fail on it."""
+    from book.timing import TimingMissed, check_timing
+
+    check_timing(True, "speed-up 3.1", "above 1")  # in the band: silent
+    assert capsys.readouterr().out == ""
+    with pytest.raises(AssertionError) as raised:
+        check_timing(False, "speed-up 0.8", "above 1", "the cache saves positions")
+    assert raised.type is TimingMissed and "speed-up 0.8" in str(raised.value)
+    out = capsys.readouterr().out
+    for needed in ("measured: speed-up 0.8", "expected: above 1", "the cache saves positions", "processor",
+                   "other programs"):
+        assert needed in out, needed
