@@ -35,9 +35,28 @@ import release  # noqa: E402
 NAMES = make_exercises.exercise_names()
 RUN_TIMEOUT = 120  # seconds for one notebook's run in tests/run_variants.py (a solved one takes about a second)
 
-# Planted wrong answers, two per question. The first of each pair hard-codes the
-# value its public test expects (so a learner would see the public test pass), and the hidden
-# tests must still catch it; the second is a plausible mistake of understanding.
+
+
+class Planted(str):
+    """A planted wrong answer (the source of a cell). `hint`: a word the learner's first hint must contain
+    (it names the mistake). `hardcoded`: it types in the values of the public checks, so only the hidden
+    tests, on inputs the learner has not seen, can catch it; every other planted answer must fail
+    `grader.check` too."""
+
+    def __new__(cls, source, hint=None, hardcoded=False):
+        self = super().__new__(cls, source)
+        self.hint, self.hardcoded = hint, hardcoded
+        return self
+
+
+def hardcoded(source):
+    return Planted(source, hardcoded=True)
+
+
+# Planted wrong answers, at least two per question: each fails the hidden tests, and each that is not
+# marked `hardcoded` fails the public checks (`grader.check`) too, with a hint. Most questions have one
+# answer that hard-codes the values its public test expects (a learner who types in a number) and
+# plausible mistakes of understanding.
 WRONG = {
     "01_next_token_prediction": {
         "q1": ["def position_losses(chances, target_ids):\n    return np.log([2, 1.25])",
@@ -56,17 +75,32 @@ WRONG = {
     },
     "02_causal_mask": {
         "q1": ['def causal_mask(n):\n    return np.array([[True, False, False], [True, True, False], [True, True, True]])',
-               'def causal_mask(n):\n    return np.triu(np.ones((n, n), dtype=bool))'],
+               'def causal_mask(n):\n    return np.triu(np.ones((n, n), dtype=bool))',
+               # issue 27: a list passed the public check and scored 0 on the hidden tests
+               Planted('def causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=bool)).tolist()', hint="NumPy"),
+               Planted('def causal_mask(n):  # a position may not use itself\n'
+                       '    return np.tril(np.ones((n, n), dtype=bool), k=-1)', hint="itself")],
         "q2": ['def allowed_pairs(n):\n    return 10',
-               'def allowed_pairs(n):\n    return n * n // 2'],
+               'def allowed_pairs(n):\n    return n * n // 2',
+               Planted('def allowed_pairs(n):\n    return n * (n + 1) / 2', hint="int"),
+               'def allowed_pairs(n):  # forgets the diagonal\n    return n * (n - 1) // 2'],
         "q3": ['def allowed_share(n):\n    return 0.625',
-               'def allowed_share(n):\n    return 0.5'],
+               'def allowed_share(n):\n    return 0.5',
+               'def allowed_share(n):  # forgets the diagonal\n    return n * (n - 1) / 2 / (n * n)'],
         "q4": ['def masked_weights(scores):\n    return np.array([[1, 0, 0], [1 / 2, 1 / 2, 0], [1 / 3, 1 / 3, 1 / 3]])',
-               'def masked_weights(scores):\n    n = len(scores)\n    return softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), scores, 0.0))'],
+               'def masked_weights(scores):\n    n = len(scores)\n    return softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), scores, 0.0))',
+               Planted('def masked_weights(scores):  # softmax first, then zeros: rows no longer add up to 1\n'
+                       '    return softmax(np.asarray(scores, dtype=float)) * np.tril(np.ones(np.shape(scores)))',
+                       hint="adding up to 1")],
         "q5": ['def zero_leak(row, position):\n    return 0.5',
-               'def zero_leak(row, position):\n    row = np.array(row, dtype=float)\n    row[position + 1:] = -np.inf\n    return float(softmax(row)[position + 1:].sum())'],
-        "q6": ["def causal_attention(x, w_q, w_k, w_v):  # no mask\n    scores = (x @ w_q) @ (x @ w_k).T / math.sqrt(w_k.shape[1])\n    return torch.softmax(scores, dim=-1) @ (x @ w_v)",
-               "def causal_attention(x, w_q, w_k, w_v):  # not scaled by the square root of d_head\n    scores = (x @ w_q) @ (x @ w_k).T\n    allowed = torch.ones(len(x), len(x), dtype=torch.bool).tril()\n    return torch.softmax(scores.masked_fill(~allowed, float('-inf')), dim=-1) @ (x @ w_v)"],
+               'def zero_leak(row, position):\n    row = np.array(row, dtype=float)\n    row[position + 1:] = -np.inf\n    return float(softmax(row)[position + 1:].sum())',
+               # issue 27: zeroing the position's own score too passed the public check (its row was all zeros)
+               Planted('def zero_leak(row, position):\n    row = np.array(row, dtype=float)\n    row[position:] = 0.0\n'
+                       '    return float(softmax(row)[position + 1:].sum())', hint="its own score")],
+        "q6": [Planted("def causal_attention(x, w_q, w_k, w_v):  # no mask\n    scores = (x @ w_q) @ (x @ w_k).T / math.sqrt(w_k.shape[1])\n    return torch.softmax(scores, dim=-1) @ (x @ w_v)", hint="later"),
+               Planted("def causal_attention(x, w_q, w_k, w_v):  # not scaled by the square root of d_head\n    scores = (x @ w_q) @ (x @ w_k).T\n    allowed = torch.ones(len(x), len(x), dtype=torch.bool).tril()\n    return torch.softmax(scores.masked_fill(~allowed, float('-inf')), dim=-1) @ (x @ w_v)", hint="square root"),
+               # issue 27: no attention at all passed the public check, which compared only out[0]
+               Planted("def causal_attention(x, w_q, w_k, w_v):\n    return x @ w_v", hint="scaled_dot_product_attention")],
     },
     "03_teacher_forcing": {
         "q1": ['def answer_accuracy(per_token, n_tokens):\n    return 0.125',
@@ -149,6 +183,16 @@ WRONG = {
     },
 }
 
+# The first planted answer of every question hard-codes its public values, except these, which are
+# mistakes the public checks must catch.
+_FIRST_NOT_HARDCODED = {("02_causal_mask", "q6"), ("04_kv_cache", "q5"), ("05_sampling", "q6"),
+                        ("06_context_window", "q6"), ("08_using_pytorch", "q5")}
+for _name, _questions in WRONG.items():
+    for _q, _answers in _questions.items():
+        _answers[:] = [a if isinstance(a, Planted) else Planted(a) for a in _answers]
+        if (_name, _q) not in _FIRST_NOT_HARDCODED:
+            _answers[0] = hardcoded(_answers[0])
+
 
 @pytest.fixture(scope="session")
 def regenerated(tmp_path_factory):
@@ -184,8 +228,8 @@ def _variants(name, root):
     solved = _solution_notebook(zip_path)
     notebooks = {"reference": solved, "solved": solved,
                  "blank": nbformat.read(root / "exercises" / f"{name}.ipynb", as_version=4)}
-    for k in range(2):
-        notebooks[f"wrong{k}"] = _with_cells(solved, [v[k] for v in WRONG.get(name, {}).values()])
+    for k in range(max((len(v) for v in WRONG.get(name, {}).values()), default=0)):
+        notebooks[f"wrong{k}"] = _with_cells(solved, [v[k] for v in WRONG[name].values() if k < len(v)])
     (folder / "probes.py").write_text(exercise.probes)
     jobs = {}
     for kind, nb in notebooks.items():
@@ -324,9 +368,54 @@ def test_every_question_has_planted_wrong_answers(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_planted_wrong_answers_fail_the_hidden_tests(graded, name):
-    for k in range(2):
-        verdicts = graded[name][f"wrong{k}"]["verdicts"]
-        for q in WRONG[name]:
-            score, reason = verdicts[q]
-            assert score == 0, f"{name} {q}: planted wrong answer {k} scored {score}:\n{WRONG[name][q][k]}"
+    for q, answers in WRONG[name].items():
+        for k, answer in enumerate(answers):
+            score, reason = graded[name][f"wrong{k}"]["verdicts"][q]
+            assert score == 0, f"{name} {q}: planted wrong answer {k} scored {score}:\n{answer}"
             assert reason and "Traceback" not in reason and len(reason) < 300, reason
+
+
+@pytest.fixture(scope="session")
+def public_checks(regenerated):
+    """{name: {question: [outcome of the solution, then of each planted answer]}}: the learner's own
+    `grader.check` (book/exercise.py, loaded by the student notebook's first cell) run on each."""
+    spec = [{"name": name, "student": str(regenerated / "exercises" / f"{name}.ipynb"),
+             "solution": str(regenerated / "variants" / name / "solved.ipynb")
+             if (regenerated / "variants" / name / "solved.ipynb").exists() else None,
+             "answers": {q: list(map(str, answers)) for q, answers in WRONG[name].items()}} for name in NAMES]
+    folder = regenerated / "public"
+    folder.mkdir(exist_ok=True)
+    for job in spec:
+        if job["solution"] is None:
+            path = folder / f"{job['name']}.solved.ipynb"
+            nbformat.write(_solution_notebook(regenerated / "autograder" / f"{job['name']}.zip"), path)
+            job["solution"] = str(path)
+    (folder / "spec.json").write_text(json.dumps(spec))
+    subprocess.run([sys.executable, str(ROOT / "tests" / "run_public_checks.py"), str(folder / "spec.json"),
+                    str(folder / "out.json")], check=True, timeout=RUN_TIMEOUT * 10, cwd=folder)
+    return json.loads((folder / "out.json").read_text())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_planted_wrong_answers_fail_the_public_checks(public_checks, name):
+    """Issue 27: `grader.check` said "All test cases passed!" to answers that do not do the task (ex. 2 q6
+    `return x @ w_v`, ex. 6 q6 `list(prompt) + [0] * n_new`). Every planted answer that does not type in
+    the public values must fail the learner's own check, with a hint in a few clear lines."""
+    problems = []
+    for q, (solution, *planted) in public_checks[name].items():
+        if not solution["passed"]:
+            problems.append(f"{q}: the solution fails its public checks:\n{solution['text']}")
+        for k, (answer, run) in enumerate(zip(WRONG[name][q], planted)):
+            text = run["text"]
+            if run.get("raised") or "Traceback" in text or "Trying:" in text:
+                problems.append(f"{q}: the check of planted answer {k} shows a trace:\n{text}")
+            if answer.hardcoded:
+                continue
+            if run["passed"]:
+                problems.append(f"{q}: grader.check passes planted answer {k}:\n{answer}")
+            elif answer.hint and answer.hint.lower() not in text.lower():
+                problems.append(f"{q}: the hint for planted answer {k} does not name its mistake "
+                                f"({answer.hint!r}):\n{text}")
+            elif len(text.splitlines()) < 2:
+                problems.append(f"{q}: planted answer {k} fails with no hint:\n{text}")
+    assert not problems, f"{name}:\n" + "\n\n".join(problems)
