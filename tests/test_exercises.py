@@ -143,7 +143,10 @@ WRONG = {
     },
     "06_context_window": {
         "q1": ['def dropped_tokens(conversation, window):\n    return 20, 0.2',
-               'def dropped_tokens(conversation, window):\n    return conversation - window, (conversation - window) / window'],
+               'def dropped_tokens(conversation, window):\n    return conversation - window, (conversation - window) / window',
+               # issue 27: without max(0, ...) it passed the public check, whose one case did not fit
+               Planted('def dropped_tokens(conversation, window):\n    dropped = conversation - window\n'
+                       '    return dropped, dropped / conversation', hint="already fits")],
         "q2": ['def read_and_compute_seconds(n_bytes, n_ops, bandwidth, ops_per_second):\n    return 0.5, 0.2',
                'def read_and_compute_seconds(n_bytes, n_ops, bandwidth, ops_per_second):\n    return n_bytes / ops_per_second, n_ops / bandwidth'],
         "q3": ['def tokens_per_second(weight_bytes, cache_bytes, batch, bandwidth):\n    return 10.0',
@@ -151,9 +154,20 @@ WRONG = {
         "q4": ['def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n    return 6 if target == 15.0 else None',
                'def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n    if target >= bandwidth / cache_bytes:\n        return None\n    return int(target * weight_bytes / bandwidth) + 1'],
         "q5": ["def decode_step(n_params, bytes_per_number, cache_bytes, batch, bandwidth, ops_per_second):\n    return (0.21, 'memory') if batch == 1 else (200.0, 'compute')",
-               "def decode_step(n_params, bytes_per_number, cache_bytes, batch, bandwidth, ops_per_second):  # adds the roofs\n    read_s = (n_params * bytes_per_number + batch * cache_bytes) / bandwidth\n    compute_s = 2 * n_params * batch / ops_per_second\n    return read_s + compute_s, 'memory' if read_s >= compute_s else 'compute'"],
-        "q6": ["def generate_in_window(model, prompt, n_new, window):\n    return list(prompt) + [0] * n_new",
-               "def generate_in_window(model, prompt, n_new, window):  # never crops to the window\n    ids = list(prompt)\n    for _ in range(n_new):\n        ids.append(int(model(torch.tensor([ids]))[0, -1].argmax()))\n    return ids"],
+               "def decode_step(n_params, bytes_per_number, cache_bytes, batch, bandwidth, ops_per_second):  # adds the roofs\n    read_s = (n_params * bytes_per_number + batch * cache_bytes) / bandwidth\n    compute_s = 2 * n_params * batch / ops_per_second\n    return read_s + compute_s, 'memory' if read_s >= compute_s else 'compute'",
+               # issue 27: the reversed tie rule scored full marks, public and hidden
+               Planted("def decode_step(n_params, bytes_per_number, cache_bytes, batch, bandwidth, ops_per_second):\n"
+                       "    read_s = (n_params * bytes_per_number + batch * cache_bytes) / bandwidth\n"
+                       "    compute_s = 2 * n_params * batch / ops_per_second\n"
+                       "    return (read_s, 'memory') if read_s > compute_s else (compute_s, 'compute')", hint="tie")],
+        "q6": [Planted("def generate_in_window(model, prompt, n_new, window):\n    return list(prompt) + [0] * n_new",
+                       hint="most likely"),
+               Planted("def generate_in_window(model, prompt, n_new, window):  # never crops to the window\n    ids = list(prompt)\n    for _ in range(n_new):\n        ids.append(int(model(torch.tensor([ids]))[0, -1].argmax()))\n    return ids",
+                       hint="crop"),
+               # issue 27: cropping once, at the start, passed the public check (its window never cropped)
+               Planted("def generate_in_window(model, prompt, n_new, window):\n    ids, seen = list(prompt), list(prompt)[-window:]\n"
+                       "    for _ in range(n_new):\n        seen.append(int(model(torch.tensor([seen]))[0, -1].argmax()))\n"
+                       "        ids.append(seen[-1])\n    return ids", hint="every step")],
     },
     "08_using_pytorch": {
         "q1": ['def inputs_and_targets(tokens):\n    return torch.tensor([[5, 1, 8, 5, 3]]), torch.tensor([[1, 8, 5, 3, 9]])',
