@@ -67,11 +67,29 @@ WRONG = {
                "    return float(-np.log(softmax(logits)[np.arange(len(target_ids)), target_ids]).sum())"],
         "q3": ["def favourite_hits(chances, target_ids):\n    return 2",
                "def favourite_hits(chances, target_ids):\n"
-               "    return int((np.asarray(chances).argmin(axis=1) == np.asarray(target_ids)).sum())"],
+               "    return int((np.asarray(chances).argmin(axis=1) == np.asarray(target_ids)).sum())",
+               # issue 24 (F1): "the right word has chance > 0.5" scored full marks on the hidden rows
+               Planted("def favourite_hits(chances, target_ids):\n    chances = np.asarray(chances)\n"
+                       "    return int((chances[np.arange(len(target_ids)), target_ids] > 0.5).sum())",
+                       hint="below one half")],
         "q4": ["def signal_counts(n_tokens, sentence_tokens):\n    return (20, 600)",
-               "def signal_counts(n_tokens, sentence_tokens):\n    return -(-n_tokens // sentence_tokens), n_tokens - 1"],
+               "def signal_counts(n_tokens, sentence_tokens):\n    return -(-n_tokens // sentence_tokens), n_tokens - 1",
+               Planted("def signal_counts(n_tokens, sentence_tokens):\n    return n_tokens / sentence_tokens, n_tokens",
+                       hint="ints")],
         "q5": ["def losses_by_hand(logits, targets):\n    g = torch.Generator().manual_seed(0)\n    x = torch.randn(2, 3, 5, generator=g)\n    t = torch.tensor([[0, 4, 2], [1, 1, 3]])\n    return F.cross_entropy(x.reshape(-1, 5), t.reshape(-1), reduction='none').reshape(2, 3)",
-               "def losses_by_hand(logits, targets):  # no shift by the largest value: overflows\n    right = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)\n    return torch.log(torch.exp(logits).sum(dim=-1)) - right"],
+               "def losses_by_hand(logits, targets):  # no shift by the largest value: overflows\n    right = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)\n    return torch.log(torch.exp(logits).sum(dim=-1)) - right",
+               # issue 24 (F2): F.cross_entropy, which the question forbids, scored full marks
+               Planted("def losses_by_hand(logits, targets):\n"
+                       "    return F.cross_entropy(logits.transpose(1, 2), targets, reduction='none')",
+                       hint="F.cross_entropy"),
+               Planted("def losses_by_hand(logits, targets):\n"
+                       "    return -torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)",
+                       hint="log_softmax"),
+               Planted("def losses_by_hand(logits, targets):  # a float64 result\n"
+                       "    top = logits.max(dim=-1, keepdim=True).values\n"
+                       "    total = top.squeeze(-1) + torch.log(torch.exp(logits - top).sum(dim=-1))\n"
+                       "    return (total - logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)).double()",
+                       hint="float32")],
     },
     "02_causal_mask": {
         "q1": ['def causal_mask(n):\n    return np.array([[True, False, False], [True, True, False], [True, True, True]])',
