@@ -135,29 +135,60 @@ WRONG = {
     },
     "04_kv_cache": {
         "q1": ['def passes_without_cache(n):\n    return 10',
-               'def passes_without_cache(n):\n    return n * n'],
+               'def passes_without_cache(n):\n    return n * n',
+               Planted('def passes_without_cache(n):\n    return n * (n + 1) / 2', hint="int")],
         "q2": ['def kv_bytes_per_token(n_layers, n_kv_heads, d_head, bytes_per_number):\n    return 96',
-               'def kv_bytes_per_token(n_layers, n_kv_heads, d_head, bytes_per_number):\n    return n_layers * n_kv_heads * d_head * bytes_per_number'],
+               Planted('def kv_bytes_per_token(n_layers, n_kv_heads, d_head, bytes_per_number):\n    return n_layers * n_kv_heads * d_head * bytes_per_number', hint="a value")],
         "q3": ['def serving_gib(weight_bytes, bytes_per_token, context, n_conversations):\n    return 4.0',
-               'def serving_gib(weight_bytes, bytes_per_token, context, n_conversations):\n    return n_conversations * (weight_bytes + context * bytes_per_token) / GiB'],
+               Planted('def serving_gib(weight_bytes, bytes_per_token, context, n_conversations):\n    return n_conversations * (weight_bytes + context * bytes_per_token) / GiB', hint="held once")],
         "q4": ['def conversations_that_fit(memory_bytes, weight_bytes, bytes_per_token, context):\n    return 8',
-               'def conversations_that_fit(memory_bytes, weight_bytes, bytes_per_token, context):\n    return round((memory_bytes - weight_bytes) / (bytes_per_token * context))'],
+               Planted('def conversations_that_fit(memory_bytes, weight_bytes, bytes_per_token, context):\n    return round((memory_bytes - weight_bytes) / (bytes_per_token * context))', hint="whole"),
+               Planted('def conversations_that_fit(memory_bytes, weight_bytes, bytes_per_token, context):\n'
+                       '    return int((memory_bytes - weight_bytes) // (bytes_per_token * context))', hint="negative")],
         "q5": ["def attention_step(x_new, k_cache, v_cache, w_q, w_k, w_v):  # the cache never grows\n    return x_new @ w_v, k_cache, v_cache",
-               "def attention_step(x_new, k_cache, v_cache, w_q, w_k, w_v):  # attends to the past only, not to itself\n    k, v = (x_new @ w_k)[None], (x_new @ w_v)[None]\n    if len(k_cache):\n        w = torch.softmax(k_cache @ (x_new @ w_q) / math.sqrt(w_k.shape[1]), dim=0)\n        out = w @ v_cache\n    else:\n        out = v[0]\n    return out, torch.cat([k_cache, k]), torch.cat([v_cache, v])"],
+               "def attention_step(x_new, k_cache, v_cache, w_q, w_k, w_v):  # attends to the past only, not to itself\n    k, v = (x_new @ w_k)[None], (x_new @ w_v)[None]\n    if len(k_cache):\n        w = torch.softmax(k_cache @ (x_new @ w_q) / math.sqrt(w_k.shape[1]), dim=0)\n        out = w @ v_cache\n    else:\n        out = v[0]\n    return out, torch.cat([k_cache, k]), torch.cat([v_cache, v])",
+               Planted("def attention_step(x_new, k_cache, v_cache, w_q, w_k, w_v):  # not scaled\n"
+                       "    k_cache = torch.cat([k_cache, (x_new @ w_k)[None]])\n"
+                       "    v_cache = torch.cat([v_cache, (x_new @ w_v)[None]])\n"
+                       "    return torch.softmax(k_cache @ (x_new @ w_q), dim=0) @ v_cache, k_cache, v_cache",
+                       hint="square root")],
     },
     "05_sampling": {
         "q1": ['def with_temperature(logits, temperature):\n    return np.array([0.25, 0.75]) if temperature == 1.0 else np.array([1 / 3, 2 / 3])',
-               'def with_temperature(logits, temperature):\n    return softmax(np.asarray(logits, dtype=float) * temperature)'],
+               Planted('def with_temperature(logits, temperature):\n    return softmax(np.asarray(logits, dtype=float) * temperature)', hint="below 1"),
+               Planted('def with_temperature(logits, temperature):  # a list\n'
+                       '    return list(softmax(np.asarray(logits, dtype=float) / temperature))', hint="NumPy array")],
         "q2": ['def spread(chances):\n    return float(np.log(2))',
-               'def spread(chances):\n    p = np.asarray(chances, dtype=float)\n    p = p[p > 0]\n    return float(-(p * np.log2(p)).sum())'],
+               'def spread(chances):\n    p = np.asarray(chances, dtype=float)\n    p = p[p > 0]\n    return float(-(p * np.log2(p)).sum())',
+               Planted('def spread(chances):  # keeps the zeros: 0 * log 0 is nan\n    p = np.asarray(chances, dtype=float)\n'
+                       '    return float(-(p * np.log(p)).sum())', hint="exactly 0")],
         "q3": ['def top_p_count(chances, top_p):\n    return 2',
-               'def top_p_count(chances, top_p):\n    running = np.cumsum(np.asarray(chances, dtype=float))\n    return int(min(np.searchsorted(running, top_p) + 1, len(running)))'],
+               'def top_p_count(chances, top_p):\n    running = np.cumsum(np.asarray(chances, dtype=float))\n    return int(min(np.searchsorted(running, top_p) + 1, len(running)))',
+               Planted('def top_p_count(chances, top_p):  # stops before the word that reaches top_p\n'
+                       '    running = np.cumsum(np.sort(np.asarray(chances, dtype=float))[::-1])\n'
+                       '    return int((running < top_p).sum())', hint="including"),
+               Planted('def top_p_count(chances, top_p):  # an exact hit does not count\n'
+                       '    running = np.cumsum(np.sort(np.asarray(chances, dtype=float))[::-1])\n'
+                       '    return int(min((running <= top_p).sum() + 1, len(running)))', hint="exact hit")],
         "q4": ['def top_p_chances(chances, top_p):\n    return np.array([0, 2 / 3, 1 / 3])',
-               'def top_p_chances(chances, top_p):\n    p = np.asarray(chances, dtype=float)\n    return np.where(p >= np.sort(p)[::-1][1], p, 0.0)'],
+               'def top_p_chances(chances, top_p):\n    p = np.asarray(chances, dtype=float)\n    return np.where(p >= np.sort(p)[::-1][1], p, 0.0)',
+               Planted('def top_p_chances(chances, top_p):  # returns the kept chances in sorted order\n'
+                       '    p = np.sort(np.asarray(chances, dtype=float))[::-1]\n'
+                       '    n = int(np.searchsorted(np.cumsum(p), top_p - 1e-12)) + 1\n'
+                       '    kept = np.where(np.arange(len(p)) < n, p, 0.0)\n    return kept / kept.sum()', hint="where it stood")],
         "q5": ['def best_pair(first, second):\n    return 1, 0, 0.36',
-               'def best_pair(first, second):\n    i = int(np.argmax(first))\n    j = int(np.argmax(second[i]))\n    return i, j, float(first[i] * second[i][j])'],
-        "q6": ["def sample_ids(logits, temperature, top_p, n, seed):  # no top-p cut\n    g = torch.Generator().manual_seed(seed)\n    return torch.multinomial(torch.softmax(logits / temperature, dim=-1), n, replacement=True, generator=g)",
-               "def sample_ids(logits, temperature, top_p, n, seed):  # ignores the seed\n    chances = torch.softmax(logits / temperature, dim=-1)\n    ranked, order = torch.sort(chances, descending=True)\n    cut = torch.zeros_like(chances)\n    keep = order[ranked.cumsum(0) - ranked < top_p]\n    cut[keep] = chances[keep]\n    return torch.multinomial(cut, n, replacement=True)"],
+               'def best_pair(first, second):\n    i = int(np.argmax(first))\n    j = int(np.argmax(second[i]))\n    return i, j, float(first[i] * second[i][j])',
+               Planted('def best_pair(first, second):  # NumPy integers\n'
+                       '    pair = np.asarray(first)[:, None] * np.asarray(second)\n'
+                       '    i, j = np.unravel_index(pair.argmax(), pair.shape)\n    return i, j, float(pair[i, j])', hint="ints")],
+        "q6": [Planted("def sample_ids(logits, temperature, top_p, n, seed):  # no top-p cut\n    g = torch.Generator().manual_seed(seed)\n    return torch.multinomial(torch.softmax(logits / temperature, dim=-1), n, replacement=True, generator=g)", hint="top-p set"),
+               Planted("def sample_ids(logits, temperature, top_p, n, seed):  # ignores the seed\n    chances = torch.softmax(logits / temperature, dim=-1)\n    ranked, order = torch.sort(chances, descending=True)\n    cut = torch.zeros_like(chances)\n    keep = order[ranked.cumsum(0) - ranked < top_p]\n    cut[keep] = chances[keep]\n    return torch.multinomial(cut, n, replacement=True)", hint="seed"),
+               Planted("def sample_ids(logits, temperature, top_p, n, seed):  # multiplies by the temperature\n"
+                       "    chances = torch.softmax(logits * temperature, dim=-1)\n"
+                       "    ranked, order = torch.sort(chances, descending=True)\n"
+                       "    cut = torch.zeros_like(chances)\n    keep = order[ranked.cumsum(0) - ranked < top_p]\n"
+                       "    cut[keep] = chances[keep]\n    g = torch.Generator().manual_seed(seed)\n"
+                       "    return torch.multinomial(cut, n, replacement=True, generator=g)", hint="temperature")],
     },
     "06_context_window": {
         "q1": ['def dropped_tokens(conversation, window):\n    return 20, 0.2',
