@@ -124,14 +124,27 @@ WRONG = {
         "q1": ['def answer_accuracy(per_token, n_tokens):\n    return 0.125',
                'def answer_accuracy(per_token, n_tokens):\n    return 1 - n_tokens * (1 - per_token)'],
         "q2": ['def longest_answer(per_token, target):\n    return 2',
-               'def longest_answer(per_token, target):\n    return int(round(np.log(target) / np.log(per_token)))'],
+               Planted('def longest_answer(per_token, target):\n    return int(round(np.log(target) / np.log(per_token)))',
+                       hint="round down"),
+               Planted('def longest_answer(per_token, target):  # a float\n'
+                       '    return float(np.floor(np.log(target) / np.log(per_token)))', hint="int")],
         "q3": ['def n_parameters(n_layers, d_model, n_heads, d_head, d_ff, vocab):\n    return 180',
                'def n_parameters(n_layers, d_model, n_heads, d_head, d_ff, vocab):\n    d = d_model\n    per_block = 4 * d * n_heads * d_head + 2 * d * d_ff + 2 * d\n    return 2 * vocab * d + n_layers * per_block + d'],
         "q4": ["def training_memory(n_params, bytes_per_number, n_layers, d_model, batch, seq_len, saved_per_layer):\n    return {'weights': 360, 'gradients': 360, 'optimiser': 1440, 'copy': 720, 'activations': 48}",
                # the defect of issue 15: a full-precision copy even when training already runs in float32
                "def training_memory(n_params, bytes_per_number, n_layers, d_model, batch, seq_len, saved_per_layer):\n    b = bytes_per_number\n    return {'weights': n_params * b, 'gradients': n_params * b, 'optimiser': 8 * n_params,\n            'copy': n_params * 4, 'activations': batch * seq_len * n_layers * saved_per_layer * d_model * b}"],
         "q5": ["def step_bytes(model, ids):\n    return {'weights': 140, 'gradients': 140, 'optimiser': 280}",
-               "def step_bytes(model, ids):  # counts the tied output layer twice and skips the step\n    n = sum(t.numel() * t.element_size() for t in model.state_dict().values())\n    return {'weights': n, 'gradients': n, 'optimiser': 2 * n}"],
+               "def step_bytes(model, ids):  # counts the tied output layer twice and skips the step\n    n = sum(t.numel() * t.element_size() for t in model.state_dict().values())\n    return {'weights': n, 'gradients': n, 'optimiser': 2 * n}",
+               Planted("def step_bytes(model, ids):  # counts Adam's step counters too\n"
+                       "    opt = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+                       "    logits = model(ids[:, :-1])\n"
+                       "    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))\n"
+                       "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"
+                       "    size = lambda t: t.numel() * t.element_size()\n"
+                       "    params = list(model.parameters())\n"
+                       "    return {'weights': sum(map(size, params)), 'gradients': sum(size(p.grad) for p in params),\n"
+                       "            'optimiser': sum(size(t) for p in params for t in opt.state[p].values())}",
+                       hint="exp_avg")],
     },
     "04_kv_cache": {
         "q1": ['def passes_without_cache(n):\n    return 10',
@@ -220,15 +233,26 @@ WRONG = {
     },
     "08_using_pytorch": {
         "q1": ['def inputs_and_targets(tokens):\n    return torch.tensor([[5, 1, 8, 5, 3]]), torch.tensor([[1, 8, 5, 3, 9]])',
-               'def inputs_and_targets(tokens):\n    return tokens[:-1], tokens[1:]'],
+               Planted('def inputs_and_targets(tokens):\n    return tokens[:-1], tokens[1:]', hint="second dimension"),
+               Planted('def inputs_and_targets(tokens):  # the targets are the inputs themselves\n'
+                       '    return tokens[:, :-1], tokens[:, :-1]', hint="moved along")],
         "q2": ['def knows_nothing_loss(n_positions, vocab):\n    return math.log(2)',
                'def knows_nothing_loss(n_positions, vocab):\n    return float(F.cross_entropy(torch.full((n_positions, vocab), 1.0 / vocab).log().exp(), torch.zeros(n_positions, dtype=torch.long)) / n_positions)'],
         "q3": ['def causal_weights(scores):\n    return torch.tensor([[1, 0, 0], [1 / 2, 1 / 2, 0], [1 / 3, 1 / 3, 1 / 3]])',
-               'def causal_weights(scores):\n    n = scores.shape[-1]\n    allowed = torch.ones(n, n, dtype=torch.bool).tril()\n    return torch.softmax(scores.masked_fill(~allowed, 0.0), dim=-1)'],
+               'def causal_weights(scores):\n    n = scores.shape[-1]\n    allowed = torch.ones(n, n, dtype=torch.bool).tril()\n    return torch.softmax(scores.masked_fill(~allowed, 0.0), dim=-1)',
+               Planted('def causal_weights(scores):  # softmax first, then zeros: rows no longer add up to 1\n'
+                       '    return torch.softmax(scores, dim=-1).tril()', hint="adding up to 1")],
         "q4": ['def top_p_count(raw, top_p):\n    return 2',
-               'def top_p_count(raw, top_p):\n    chances = torch.softmax(raw, dim=-1)\n    return int((chances.cumsum(0) < top_p).sum()) + 1'],
+               'def top_p_count(raw, top_p):\n    chances = torch.softmax(raw, dim=-1)\n    return int((chances.cumsum(0) < top_p).sum()) + 1',
+               Planted('def top_p_count(raw, top_p):  # adds up raw outputs, not chances\n'
+                       '    ranked = raw.sort(descending=True).values\n'
+                       '    return min(int((ranked.cumsum(0) < top_p).sum()) + 1, len(raw))', hint="chances")],
         "q5": ["def model_loss(model, ids):  # a float: the graph is lost\n    logits = model(ids[:, :-1])\n    return float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1)))",
-               "def model_loss(model, ids):  # scores each position against its own id, not the next one\n    logits = model(ids[:, :-1])\n    right = logits.gather(-1, ids[:, :-1].unsqueeze(-1)).squeeze(-1)\n    return (torch.logsumexp(logits, dim=-1) - right).mean()"],
+               "def model_loss(model, ids):  # scores each position against its own id, not the next one\n    logits = model(ids[:, :-1])\n    right = logits.gather(-1, ids[:, :-1].unsqueeze(-1)).squeeze(-1)\n    return (torch.logsumexp(logits, dim=-1) - right).mean()",
+               # the question asks for the cross-entropy by hand: F.cross_entropy scored full marks before
+               Planted("def model_loss(model, ids):\n    logits = model(ids[:, :-1])\n"
+                       "    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))",
+                       hint="F.cross_entropy")],
     },
     "09_recap_quiz": {
         "q1": ['def gpt2_parameters(n_layers, d_model, vocab, n_positions):\n    return 92',
@@ -236,11 +260,15 @@ WRONG = {
         "q2": ['def embedding_share(n_layers, d_model, vocab, n_positions):\n    return 14 / 92',
                'def embedding_share(n_layers, d_model, vocab, n_positions):\n    d = d_model\n    return vocab * d / ((vocab + n_positions) * d + n_layers * (12 * d * d + 13 * d) + 2 * d)'],
         "q3": ['def crossover_length(d_model, ff_multiple):\n    return 600',
-               'def crossover_length(d_model, ff_multiple):\n    return 6 * d_model'],
+               Planted('def crossover_length(d_model, ff_multiple):\n    return 6 * d_model', hint="feed-forward width"),
+               Planted('def crossover_length(d_model, ff_multiple):  # solves 2 n d = (4 + 2f) d^2 wrongly\n'
+                       '    return (4 + 2 * ff_multiple) * d_model', hint="solve for n")],
         "q4": ['def kv_cache_gib(n_layers, n_kv_heads, d_head, n_tokens, bytes_per_number):\n    return 2.0',
                'def kv_cache_gib(n_layers, n_kv_heads, d_head, n_tokens, bytes_per_number):\n    return n_layers * n_kv_heads * d_head * n_tokens * bytes_per_number / GiB'],
         "q5": ['def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return 4',
-               'def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return round((memory_gib - weights_gib) / cache_gib_per_request)'],
+               Planted('def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return round((memory_gib - weights_gib) / cache_gib_per_request)', hint="rounded down"),
+               Planted('def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n'
+                       '    return int((memory_gib - weights_gib) // cache_gib_per_request)', hint="never below zero")],
         "q6": ["def longest_context(memory_gib, weights_gib, n_layers, n_kv_heads, d_head, bytes_per_number, n_requests):\n    return 64 * 2**30 // (131_072 * 8) if memory_gib == 80 else 0",
                "def longest_context(memory_gib, weights_gib, n_layers, n_kv_heads, d_head, bytes_per_number, n_requests):  # keys only\n    per_token = n_layers * n_kv_heads * d_head * bytes_per_number\n    return max(0, int((memory_gib - weights_gib) * GiB // (per_token * n_requests)))"],
     },
