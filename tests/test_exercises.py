@@ -575,3 +575,59 @@ def test_a_notebook_without_its_tests_says_so(tmp_path, monkeypatch, capsys):
     assert "were not found" in capsys.readouterr().out
     feedback = env["grader"].check("q1", env)
     assert not feedback.passed and "were not found" in repr(feedback)
+
+
+def _scalars(value):
+    """The numbers of a probe's arguments that would identify it if a reason printed them."""
+    if isinstance(value, bool):
+        return set()
+    if isinstance(value, (int, float)):
+        return {repr(value), f"{value:g}"} if abs(value) >= 100 or value != int(value) else set()
+    if isinstance(value, (list, tuple)):
+        return set().union(*map(_scalars, value)) if value else set()
+    return set()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_hidden_reasons_do_not_print_the_hidden_inputs(graded, name):
+    """Issue 27 item 3 (and 24 item 5): a reason says what failed, never the input that broke it (ex. 5 q6 printed
+    top_p and the temperature, ex. 9 q6 the memory). Every planted answer's reason is searched for the numbers of
+    its question's hidden arguments."""
+    g = graded[name]
+    for k in range(max(len(v) for v in WRONG[name].values())):
+        for q, (score, reason) in g[f"wrong{k}"]["verdicts"].items():
+            numbers = set().union(*(_scalars(list(args)) for (question, _), args
+                                    in zip(g["questions_of"], g["reference"].args) if question == q))
+            shown = sorted(n for n in numbers if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", reason or ""))
+            assert not shown, f"{name} {q}: the reason shows hidden inputs {shown}: {reason}"
+
+
+def test_feedback_writes_each_learner_only_their_own_row(tmp_path, graded):
+    """Issue 27 item 3: `make feedback` (tools/feedback.py) writes one file per CSV row: that row's scores and
+    reasons, none of another row's, and no column but the learner's (an instructor's column stays out), under a
+    safe file name whatever the submission was called."""
+    import csv
+    import feedback
+    g = graded["02_causal_mask"]
+    questions = g["exercise"].questions
+    rows = []
+    for submission, kind in [("alice.ipynb", "solved"), ("../bob.ipynb", "wrong1"), ("=cmd|x.ipynb", "wrong2")]:
+        verdicts = g[kind]["verdicts"]
+        rows.append({"submission": submission, **{q: verdicts[q][0] for q in questions},
+                     "total": sum(s for s, _ in verdicts.values()), "possible": float(len(questions)),
+                     "status": "graded", "reason": "; ".join(r for _, r in verdicts.values() if r),
+                     "warnings": "", "seconds": 1.0, "instructor_only": "SECRET hidden inputs"})
+    path = tmp_path / "grades.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    written = feedback.write_feedback(path, tmp_path / "out", "02_causal_mask")
+    assert sorted(p.name for p in written) == sorted(["alice.md", "bob.md", "_cmd_x.md"])
+    assert all(p.parent == tmp_path / "out" for p in written)
+    texts = {p.name: p.read_text() for p in written}
+    assert all("SECRET" not in t for t in texts.values())
+    assert "Score: 6 out of 6" in texts["alice.md"] and "Score: 0 out of 6" in texts["bob.md"]
+    bob_reasons = [r for _, r in g["wrong1"]["verdicts"].values() if r]
+    assert bob_reasons and all(r.split(": ", 1)[1] in texts["bob.md"] for r in bob_reasons)
+    assert not any(r.split(": ", 1)[1] in texts["alice.md"] for r in bob_reasons)
