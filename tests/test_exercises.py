@@ -274,6 +274,55 @@ WRONG = {
     },
 }
 
+
+def _solution_code(name, question):
+    """The solution cell of a question of a master, without its markers."""
+    cells = jupytext.read(ROOT / "solutions" / f"{name}.md").cells
+    start = next(i for i, c in enumerate(cells) if c.cell_type == "raw"
+                 and re.match(rf"# BEGIN QUESTION\s*\nname:\s*{question}\b", c.source))
+    code = next(c for c in cells[start:] if c.cell_type == "code").source
+    return "\n".join(ln for ln in code.splitlines() if not re.match(r"\s*# (BEGIN|END) SOLUTION", ln))
+
+
+def mutant(name, question, hint, *changes):
+    """A planted answer made from the solution of `question` by textual changes [(old, new), ...]."""
+    code = _solution_code(name, question)
+    for old, new in changes:
+        assert old in code, f"{name} {question}: {old!r} is not in the solution"
+        code = code.replace(old, new)
+    return Planted(code, hint=hint)
+
+
+_GPT = "11_build_the_gpt"
+WRONG[_GPT] = {
+    "q1": [mutant(_GPT, "q1", "square root", ("/ (C // H) ** 0.5", "")),
+           mutant(_GPT, "q1", "later", ("scores.masked_fill(~seen, -torch.inf)", "scores")),
+           mutant(_GPT, "q1", "consecutive", ("t.reshape(B, T, H, C // H).transpose(1, 2)",
+                                              "t.reshape(B, T, C // H, H).transpose(1, 3).transpose(2, 3)")),
+           mutant(_GPT, "q1", "cache", ('cache["k"], cache["v"] = k, v', "pass")),
+           mutant(_GPT, "q1", "tiny's weights", ("self.qkv = nn.Linear", "self.projections = nn.Linear"),
+                  ("self.qkv(x)", "self.projections(x)"))],
+    "q2": [mutant(_GPT, "q2", "pre-norm", ("x = x + self.attn(self.norm1(x), cache)",
+                                           "x = self.norm1(x + self.attn(x, cache))"),
+                  ("return x + self.ff(self.norm2(x))", "return self.norm2(x + self.ff(x))")),
+           mutant(_GPT, "q2", "residual", ("x = x + self.attn(self.norm1(x), cache)",
+                                           "x = self.norm1(x)\n        x = x + self.attn(x, cache)"))],
+    "q3": [mutant(_GPT, "q3", "tied", ("self.head.weight = self.tokens.weight  # tied", "pass")),
+           mutant(_GPT, "q3", "start", ("torch.arange(start, start + T)", "torch.arange(T)")),
+           mutant(_GPT, "q3", "final norm", ("self.head(self.norm(x))", "self.head(x)"))],
+    "q4": [mutant(_GPT, "q4", "AdamW", ("torch.optim.AdamW(", "torch.optim.Adam(")),
+           mutant(_GPT, "q4", "one generator", ("for _, (x, y) in zip(range(steps), windows):",
+                                                "for _ in range(steps):\n        generator = "
+                                                "torch.Generator().manual_seed(seed)\n        x, y = "
+                                                "next(tiny.batches(data, batch, window, generator))")),
+           mutant(_GPT, "q4", "cleared", ("optimiser.zero_grad()", "pass")),
+           mutant(_GPT, "q4", "Python floats", ("losses.append(loss.item())", "losses.append(loss.detach())"))],
+    "q5": [mutant(_GPT, "q5", "start", (", start=len(ids) - 1)", ")")),
+           mutant(_GPT, "q5", "Python ints", ("ids.append(int(logits[0, -1].argmax()))",
+                                              "ids.append(logits[0, -1].argmax())")),
+           mutant(_GPT, "q5", "greedy loop", ("int(logits[0, -1].argmax())", "int(logits[0, 0].argmax())"))],
+}
+
 # The first planted answer of every question hard-codes its public values, except these, which are
 # mistakes the public checks must catch.
 _FIRST_NOT_HARDCODED = {("02_causal_mask", "q6"), ("04_kv_cache", "q5"), ("05_sampling", "q6"),
@@ -281,7 +330,7 @@ _FIRST_NOT_HARDCODED = {("02_causal_mask", "q6"), ("04_kv_cache", "q5"), ("05_sa
 for _name, _questions in WRONG.items():
     for _q, _answers in _questions.items():
         _answers[:] = [a if isinstance(a, Planted) else Planted(a) for a in _answers]
-        if (_name, _q) not in _FIRST_NOT_HARDCODED:
+        if (_name, _q) not in _FIRST_NOT_HARDCODED and _name != _GPT:
             _answers[0] = hardcoded(_answers[0])
 
 
