@@ -58,7 +58,10 @@ def find_notebook(assignment: str, folder=".") -> Path | None:
 
 
 def _failed_line(message: str) -> tuple[str, str]:
-    """From doctest's report of one failed case: the example that failed and the error it raised (one line)."""
+    """From doctest's report of one failed case: the first example that failed and the error it raised (one
+    line); what failed after it (often only because of it) is left out."""
+    first = (message or "").split("Failed example:")
+    message = "Failed example:".join(first[:2])
     example = re.search(r"Failed example:\n((?:    .*\n?)+?)(?:Exception raised:|Expected:)", message or "")
     line = " ".join(ln.strip() for ln in example.group(1).splitlines()) if example else ""
     raised = ""
