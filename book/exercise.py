@@ -100,6 +100,14 @@ class Grader:
             self.tests = meta.get("otter", {}).get("tests", {})
             self.hints = meta.get("course_hints", {})
 
+    def __getattr__(self, name):
+        """Anything else (`export`, `check_all`, ...) is otter's own `Notebook`, built on the notebook found."""
+        if name.startswith("_") or name in ("assignment", "notebook", "problem", "failures", "tests", "hints"):
+            raise AttributeError(name)
+        import otter
+
+        return getattr(otter.Notebook(str(self.notebook) if self.notebook else None), name)
+
     def check(self, question: str, global_env: dict | None = None) -> Feedback:
         """Run `question`'s public tests on the caller's variables (or `global_env`)."""
         if global_env is None:

@@ -680,3 +680,14 @@ def test_feedback_writes_each_learner_only_their_own_row(tmp_path, graded):
     bob_reasons = [r for _, r in g["wrong1"]["verdicts"].values() if r]
     assert bob_reasons and all(r.split(": ", 1)[1] in texts["bob.md"] for r in bob_reasons)
     assert not any(r.split(": ", 1)[1] in texts["alice.md"] for r in bob_reasons)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_hidden_probe_says_what_kind_of_input_it_is(name):
+    """Issue 27 item 3: each probe carries a short description (`what=`, the 5th item of its PROBES entry), which
+    the grader may show a learner in place of the input itself."""
+    space = {"__name__": "probes"}
+    exec(compile(grade.load_exercise(ROOT / "autograder" / f"{name}.zip").probes, "probes.py", "exec"), space)
+    unlabelled = [(entry[0], entry[1]) for entry in space["PROBES"]
+                  if len(entry) < 5 or not isinstance(entry[4], str) or not 3 <= len(entry[4]) <= 80]
+    assert space["PROBES"] and not unlabelled, f"{name}: probes without a `what=` label: {unlabelled}"
