@@ -5,9 +5,14 @@ MyST. For each one this script converts it to a notebook in a temporary folder,
 runs `otter assign` (which also runs every test against the solutions and fails
 if one does not pass), then copies out:
 
-- `exercises/NN_slug.ipynb`: the student copy, with the public tests only;
+- `exercises/NN_slug.ipynb`: the student copy, with the public tests only. Its first cell loads them
+  with the course's grader (`book/exercise.py`: found whatever the notebook is called, hints in steps,
+  no doctest trace), and its metadata `course_hints` holds, per question and public test case, the
+  `ask` and `recipe` keys of the case's TEST CONFIG (the second and third hint; otter keeps
+  `failure_message`, the first, and would refuse keys it does not know);
 - `autograder/NN_slug.zip`: otter's autograder (public tests) and, under `grading/`, what
-  `tools/grade.py` needs: `probes.py` (the hidden inputs, from the master's `# PROBES` cells),
+  `tools/grade.py` needs: `probes.py` (the hidden inputs, from the master's `# PROBES` cells; each
+  `probe(..., what="a window that must crop")` says what kind of input it is, a 5th item of its entry),
   `checks.py` (the property checks, from its `# CHECKS` cells), `questions.json` and
   `solution.ipynb` (the solved notebook, whose answers on the hidden inputs are the reference).
 
