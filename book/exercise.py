@@ -120,7 +120,7 @@ class Grader:
         except ImportError:  # otter is not installed (or replaced): nothing to check with
             return Feedback(question, False, [f"{question}: cannot be checked", "otter-grader is not installed"])
         tests = OKTestFile.from_spec(self.tests[question])
-        tests.run(global_env)
+        tests.run(dict(global_env))  # a copy: the checks' own variables do not overwrite the learner's
         failed = [(i, r) for i, r in enumerate(tests.test_case_results) if not r.passed]
         if not failed:
             n = len(tests.test_case_results)

@@ -587,6 +587,7 @@ def test_a_renamed_notebook_still_finds_its_checks(tmp_path, monkeypatch):
     env = _run_first_cell(tmp_path, renamed)
     exec("import numpy as np\ndef causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=bool))", env)
     assert env["grader"].check("q1", env).passed
+    assert "mask" not in env, "the check's own variables leaked into the learner's namespace"
     exec("def causal_mask(n):\n    return np.triu(np.ones((n, n), dtype=bool))", env)
     assert not env["grader"].check("q1", env).passed
 
