@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # otter-grader's nbconvert[webpdf] does not pull a browser driver into the learner set); pip check proves it whole.
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup book test bench golden exercises grade release pdf clean
+.PHONY: setup book test bench golden exercises grade feedback release pdf clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,12 @@ grade: setup
 	@test -n "$(EX)" -a -n "$(SUBMISSIONS)" -a -n "$(OUT)" || \
 	  { echo "usage: make grade EX=01_next_token_prediction SUBMISSIONS=folder/ OUT=grades.csv [ARGS=...]"; exit 2; }
 	$(BIN)/python -m tools.grade $(EX) $(SUBMISSIONS) $(OUT) $(ARGS)
+
+# Hand each learner their own row of a grading CSV: one feedback file per submission (scores, reasons, warnings):
+#   make feedback CSV=grades.csv OUT=feedback/
+feedback: setup
+	@test -n "$(CSV)" -a -n "$(OUT)" || { echo "usage: make feedback CSV=grades.csv OUT=feedback/ [ARGS=--exercise ...]"; exit 2; }
+	$(BIN)/python tools/feedback.py $(CSV) $(OUT) $(ARGS)
 
 # Write the student release (chapters, exercises, book/, site and Binder files; no solutions/, autograder/,
 # tests/ or tools/) into a new folder outside the repository, checked for solution and hidden-test lines:

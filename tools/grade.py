@@ -324,7 +324,7 @@ def probe_functions(exercise, reference):
     """[(question, function)] of each probe, read from probes.py by running it here (trusted code)."""
     space = {"__name__": "probes"}
     exec(compile(exercise.probes, "probes.py", "exec"), space)
-    listed = [(q, fn) for q, fn, _, _ in space["PROBES"]]
+    listed = [(entry[0], entry[1]) for entry in space["PROBES"]]  # (q, fn, args, driver[, what])
     if len(listed) != len(reference.answers):
         raise GradingError(f"{exercise.name}: the solution answered {len(reference.answers)} probes of {len(listed)}")
     return listed

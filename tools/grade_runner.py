@@ -132,7 +132,7 @@ def main(notebook_path, probes_path, with_args=False):
     probe_space = {"__name__": "probes"}
     with open(probes_path, encoding="utf-8") as f:
         exec(compile(f.read(), "probes.py", "exec"), probe_space)
-    for index, (question, function, args, driver) in enumerate(probe_space["PROBES"]):
+    for index, (question, function, args, driver, *_) in enumerate(probe_space["PROBES"]):  # a 5th item: what the input is
         extra = {"args": encode(args)} if with_args else {}
         fn = namespace.get(function)
         if not callable(fn):

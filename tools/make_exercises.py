@@ -5,9 +5,14 @@ MyST. For each one this script converts it to a notebook in a temporary folder,
 runs `otter assign` (which also runs every test against the solutions and fails
 if one does not pass), then copies out:
 
-- `exercises/NN_slug.ipynb`: the student copy, with the public tests only;
+- `exercises/NN_slug.ipynb`: the student copy, with the public tests only. Its first cell loads them
+  with the course's grader (`book/exercise.py`: found whatever the notebook is called, hints in steps,
+  no doctest trace), and its metadata `course_hints` holds, per question and public test case, the
+  `ask` and `recipe` keys of the case's TEST CONFIG (the second and third hint; otter keeps
+  `failure_message`, the first, and would refuse keys it does not know);
 - `autograder/NN_slug.zip`: otter's autograder (public tests) and, under `grading/`, what
-  `tools/grade.py` needs: `probes.py` (the hidden inputs, from the master's `# PROBES` cells),
+  `tools/grade.py` needs: `probes.py` (the hidden inputs, from the master's `# PROBES` cells; each
+  `probe(..., what="a window that must crop")` says what kind of input it is, a 5th item of its entry),
   `checks.py` (the property checks, from its `# CHECKS` cells), `questions.json` and
   `solution.ipynb` (the solved notebook, whose answers on the hidden inputs are the reference).
 
@@ -34,6 +39,7 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -45,16 +51,18 @@ PROBES_PRELUDE = '''"""Hidden inputs of one exercise, generated from its master 
 
 Run inside the grading sandbox after the submission's cells: each `probe` names a question, the
 function it calls and the arguments; `probe_with` passes the function to a driver that calls it.
+`what` says what kind of input a probe is ("a window that must crop"), for the learner's feedback:
+a reason names the kind of input that broke an answer, never the input itself.
 """
 PROBES = []
 
 
-def probe(question, function, *args):
-    PROBES.append((question, function, args, None))
+def probe(question, function, *args, what=None):
+    PROBES.append((question, function, args, None) + ((what,) if what else ()))
 
 
-def probe_with(question, function, driver, *args):
-    PROBES.append((question, function, args, driver))
+def probe_with(question, function, driver, *args, what=None):
+    PROBES.append((question, function, args, driver) + ((what,) if what else ()))
 '''
 CHECKS_PRELUDE = '''"""Property checks of one exercise, generated from its master by tools/make_exercises.py.
 
@@ -70,12 +78,40 @@ def exercise_names():
     return sorted(p.stem for p in SOLUTIONS.glob("[0-9][0-9]_*.md"))
 
 
+TEST_CONFIG = re.compile(r'^"""# BEGIN TEST CONFIG\n(.*?)\n"""\s*# END TEST CONFIG\n', re.S)
+INIT_CELL = """# Load this exercise's checks (found whatever this notebook is called)
+from book.exercise import grader_for
+
+grader = grader_for("{name}")"""
+
+
+def _take_hints(cell):
+    """Take the course's own keys `ask` (a leading question) and `recipe` out of a public test's TEST CONFIG,
+    which otter would refuse; return them (None where absent). Otter keeps `failure_message`, the first hint."""
+    found = TEST_CONFIG.match(cell.source)
+    if not found:
+        return None
+    config = yaml.safe_load(found.group(1)) or {}
+    hints = [config.pop("ask", None), config.pop("recipe", None)]
+    text = yaml.safe_dump(config, sort_keys=False, width=100).strip() if config else ""
+    cell.source = f'"""# BEGIN TEST CONFIG\n{text}\n"""  # END TEST CONFIG\n' + cell.source[found.end():]
+    return hints if any(hints) else None
+
+
 def split_master(name):
-    """The master without its hidden cells, and the text of probes.py and checks.py taken from them."""
+    """The master without its hidden cells, the text of probes.py and checks.py taken from them, the
+    questions, and the stepped hints of the public tests ({question: [[ask, recipe] or None per test case]})."""
     nb = jupytext.read(SOLUTIONS / f"{name}.md")
     kept, probes, checks, inside = [], [], [], False
+    hints, question, in_tests = {}, None, False
     for cell in nb.cells:
         marker = cell.source.strip() if cell.cell_type == "raw" else ""
+        found = re.match(r"# BEGIN QUESTION\s*\nname:\s*(\w+)", marker)
+        if found:
+            question = found.group(1)
+        in_tests = (in_tests or marker == "# BEGIN TESTS") and marker != "# END TESTS"
+        if in_tests and cell.cell_type == "code" and not inside:
+            hints.setdefault(question, []).append(_take_hints(cell))
         if marker == "# BEGIN HIDDEN":
             inside = True
         elif marker == "# END HIDDEN":
@@ -93,7 +129,9 @@ def split_master(name):
     questions = re.findall(r"^# BEGIN QUESTION\s*\nname:\s*(\w+)", "\n".join(
         c.source for c in kept if c.cell_type == "raw"), flags=re.M)
     nb.cells = kept
-    return nb, "\n\n".join([PROBES_PRELUDE, *probes]), "\n\n".join([CHECKS_PRELUDE, *checks]), questions
+    hints = {q: h for q, h in hints.items() if any(h)}
+    return (nb, "\n\n".join([PROBES_PRELUDE, *probes]), "\n\n".join([CHECKS_PRELUDE, *checks]), questions,
+            hints)
 
 
 def assign(name, workdir, run_tests=True, in_process=False):
@@ -107,7 +145,7 @@ def assign(name, workdir, run_tests=True, in_process=False):
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     master = workdir / f"{name}.ipynb"
-    nb, probes, checks, questions = split_master(name)
+    nb, probes, checks, questions, hints = split_master(name)
     nbformat.write(nb, master)
     dist = workdir / "dist"
     if in_process:
@@ -134,6 +172,7 @@ def assign(name, workdir, run_tests=True, in_process=False):
     (grading / "probes.py").write_text(probes)
     (grading / "checks.py").write_text(checks)
     (grading / "questions.json").write_text(json.dumps({"name": name, "questions": questions}, indent=1) + "\n")
+    (dist / "hints.json").write_text(json.dumps(hints, indent=1) + "\n")
     (grading / "solution.ipynb").write_text(_normalised(dist / "autograder" / f"{name}.ipynb"))
     return dist
 
@@ -148,8 +187,18 @@ def _normalised(path):
 
 
 def student_notebook(name, dist):
-    """The student copy (public tests only), normalised."""
-    return _normalised(Path(dist) / "student" / f"{name}.ipynb")
+    """The student copy (public tests only), normalised: its first cell loads the checks with the course's
+    grader (book/exercise.py: found whatever the notebook is called, hints in steps, no doctest trace), and
+    its metadata carries the later steps of each hint."""
+    path = Path(dist) / "student" / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    first = nb.cells[0]
+    if not (first.cell_type == "code" and "otter.Notebook(" in first.source):
+        raise RuntimeError(f"solutions/{name}.md: otter's student copy does not start with its init cell")
+    first.source = INIT_CELL.format(name=name)
+    nb.metadata["course_hints"] = json.loads((Path(dist) / "hints.json").read_text())
+    nbformat.write(nb, path)
+    return _normalised(path)
 
 
 def write_zip(source, target, extra=None):
