@@ -51,7 +51,7 @@ grade: setup
 #   make feedback CSV=grades.csv OUT=feedback/
 feedback: setup
 	@test -n "$(CSV)" -a -n "$(OUT)" || { echo "usage: make feedback CSV=grades.csv OUT=feedback/ [ARGS=--exercise ...]"; exit 2; }
-	$(BIN)/python tools/feedback.py $(CSV) $(OUT) $(ARGS)
+	$(BIN)/python -m tools.feedback $(CSV) $(OUT) $(ARGS)
 
 # Write the student release (chapters, exercises, book/, site and Binder files; no solutions/, autograder/,
 # tests/ or tools/) into a new folder outside the repository, checked for solution and hidden-test lines:

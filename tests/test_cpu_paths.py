@@ -25,7 +25,7 @@ import sys
 import pytest
 
 from book import tiny
-from notebooks import GOLDEN, ROOT, chapter_names
+from tools.notebooks import GOLDEN, ROOT, chapter_names
 
 # the chapters that compute with PyTorch: those that train, load or sample the tiny trained models, and those
 # whose other torch computations (a training step, a fused attention) could round differently on another path

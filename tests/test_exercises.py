@@ -34,301 +34,10 @@ RUN_TIMEOUT = 120  # seconds for one notebook's run in tools/run_variants.py (a 
 
 
 
-class Planted(str):
-    """A planted wrong answer (the source of a cell). `hint`: a word the learner's first hint must contain
-    (it names the mistake). `hardcoded`: it types in the values of the public checks, so only the hidden
-    tests, on inputs the learner has not seen, can catch it; every other planted answer must fail
-    `grader.check` too."""
-
-    def __new__(cls, source, hint=None, hardcoded=False):
-        self = super().__new__(cls, source)
-        self.hint, self.hardcoded = hint, hardcoded
-        return self
-
-
-def hardcoded(source):
-    return Planted(source, hardcoded=True)
-
-
-# Planted wrong answers, at least two per question: each fails the hidden tests, and each that is not
-# marked `hardcoded` fails the public checks (`grader.check`) too, with a hint. Most questions have one
-# answer that hard-codes the values its public test expects (a learner who types in a number) and
-# plausible mistakes of understanding.
-WRONG = {
-    "01_next_token_prediction": {
-        "q1": ["def position_losses(chances, target_ids):\n    return np.log([2, 1.25])",
-               "def position_losses(chances, target_ids):\n"
-               "    return -np.log2(np.asarray(chances)[np.arange(len(target_ids)), target_ids])"],
-        "q2": ["def sentence_loss(logits, target_ids):\n    return float((np.log(4 / 3) + np.log(4)) / 2)",
-               "def sentence_loss(logits, target_ids):\n"
-               "    return float(-np.log(softmax(logits)[np.arange(len(target_ids)), target_ids]).sum())"],
-        "q3": ["def favourite_hits(chances, target_ids):\n    return 2",
-               "def favourite_hits(chances, target_ids):\n"
-               "    return int((np.asarray(chances).argmin(axis=1) == np.asarray(target_ids)).sum())",
-               # issue 24 (F1): "the right word has chance > 0.5" scored full marks on the hidden rows
-               Planted("def favourite_hits(chances, target_ids):\n    chances = np.asarray(chances)\n"
-                       "    return int((chances[np.arange(len(target_ids)), target_ids] > 0.5).sum())",
-                       hint="below one half")],
-        "q4": ["def signal_counts(n_tokens, sentence_tokens):\n    return (20, 600)",
-               "def signal_counts(n_tokens, sentence_tokens):\n    return -(-n_tokens // sentence_tokens), n_tokens - 1",
-               Planted("def signal_counts(n_tokens, sentence_tokens):\n    return n_tokens / sentence_tokens, n_tokens",
-                       hint="ints")],
-        "q5": ["def losses_by_hand(logits, targets):\n    g = torch.Generator().manual_seed(0)\n    x = torch.randn(2, 3, 5, generator=g)\n    t = torch.tensor([[0, 4, 2], [1, 1, 3]])\n    return F.cross_entropy(x.reshape(-1, 5), t.reshape(-1), reduction='none').reshape(2, 3)",
-               "def losses_by_hand(logits, targets):  # no shift by the largest value: overflows\n    right = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)\n    return torch.log(torch.exp(logits).sum(dim=-1)) - right",
-               # issue 24 (F2): F.cross_entropy, which the question forbids, scored full marks
-               Planted("def losses_by_hand(logits, targets):\n"
-                       "    return F.cross_entropy(logits.transpose(1, 2), targets, reduction='none')",
-                       hint="F.cross_entropy"),
-               Planted("def losses_by_hand(logits, targets):\n"
-                       "    return -torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)",
-                       hint="log_softmax"),
-               Planted("def losses_by_hand(logits, targets):  # a float64 result\n"
-                       "    top = logits.max(dim=-1, keepdim=True).values\n"
-                       "    total = top.squeeze(-1) + torch.log(torch.exp(logits - top).sum(dim=-1))\n"
-                       "    return (total - logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)).double()",
-                       hint="float32")],
-    },
-    "02_causal_mask": {
-        "q1": ['def causal_mask(n):\n    return np.array([[True, False, False], [True, True, False], [True, True, True]])',
-               'def causal_mask(n):\n    return np.triu(np.ones((n, n), dtype=bool))',
-               # issue 27: a list passed the public check and scored 0 on the hidden tests
-               Planted('def causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=bool)).tolist()', hint="NumPy"),
-               Planted('def causal_mask(n):  # a position may not use itself\n'
-                       '    return np.tril(np.ones((n, n), dtype=bool), k=-1)', hint="itself")],
-        "q2": ['def allowed_pairs(n):\n    return 10',
-               'def allowed_pairs(n):\n    return n * n // 2',
-               Planted('def allowed_pairs(n):\n    return n * (n + 1) / 2', hint="int"),
-               'def allowed_pairs(n):  # forgets the diagonal\n    return n * (n - 1) // 2'],
-        "q3": ['def allowed_share(n):\n    return 0.625',
-               'def allowed_share(n):\n    return 0.5',
-               'def allowed_share(n):  # forgets the diagonal\n    return n * (n - 1) / 2 / (n * n)'],
-        "q4": ['def masked_weights(scores):\n    return np.array([[1, 0, 0], [1 / 2, 1 / 2, 0], [1 / 3, 1 / 3, 1 / 3]])',
-               'def masked_weights(scores):\n    n = len(scores)\n    return softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), scores, 0.0))',
-               Planted('def masked_weights(scores):  # softmax first, then zeros: rows no longer add up to 1\n'
-                       '    return softmax(np.asarray(scores, dtype=float)) * np.tril(np.ones(np.shape(scores)))',
-                       hint="adding up to 1")],
-        "q5": ['def zero_leak(row, position):\n    return 0.5',
-               'def zero_leak(row, position):\n    row = np.array(row, dtype=float)\n    row[position + 1:] = -np.inf\n    return float(softmax(row)[position + 1:].sum())',
-               # issue 27: zeroing the position's own score too passed the public check (its row was all zeros)
-               Planted('def zero_leak(row, position):\n    row = np.array(row, dtype=float)\n    row[position:] = 0.0\n'
-                       '    return float(softmax(row)[position + 1:].sum())', hint="its own score")],
-        "q6": [Planted("def causal_attention(x, w_q, w_k, w_v):  # no mask\n    scores = (x @ w_q) @ (x @ w_k).T / math.sqrt(w_k.shape[1])\n    return torch.softmax(scores, dim=-1) @ (x @ w_v)", hint="later"),
-               Planted("def causal_attention(x, w_q, w_k, w_v):  # not scaled by the square root of d_head\n    scores = (x @ w_q) @ (x @ w_k).T\n    allowed = torch.ones(len(x), len(x), dtype=torch.bool).tril()\n    return torch.softmax(scores.masked_fill(~allowed, float('-inf')), dim=-1) @ (x @ w_v)", hint="square root"),
-               # issue 27: no attention at all passed the public check, which compared only out[0]
-               Planted("def causal_attention(x, w_q, w_k, w_v):\n    return x @ w_v", hint="scaled_dot_product_attention")],
-    },
-    "03_teacher_forcing": {
-        "q1": ['def answer_accuracy(per_token, n_tokens):\n    return 0.125',
-               'def answer_accuracy(per_token, n_tokens):\n    return 1 - n_tokens * (1 - per_token)'],
-        "q2": ['def longest_answer(per_token, target):\n    return 2',
-               Planted('def longest_answer(per_token, target):\n    return int(round(np.log(target) / np.log(per_token)))',
-                       hint="round down"),
-               Planted('def longest_answer(per_token, target):  # a float\n'
-                       '    return float(np.floor(np.log(target) / np.log(per_token)))', hint="int")],
-        "q3": ['def n_parameters(n_layers, d_model, n_heads, d_head, d_ff, vocab):\n    return 180',
-               'def n_parameters(n_layers, d_model, n_heads, d_head, d_ff, vocab):\n    d = d_model\n    per_block = 4 * d * n_heads * d_head + 2 * d * d_ff + 2 * d\n    return 2 * vocab * d + n_layers * per_block + d'],
-        "q4": ["def training_memory(n_params, bytes_per_number, n_layers, d_model, batch, seq_len, saved_per_layer):\n    return {'weights': 360, 'gradients': 360, 'optimiser': 1440, 'copy': 720, 'activations': 48}",
-               # the defect of issue 15: a full-precision copy even when training already runs in float32
-               "def training_memory(n_params, bytes_per_number, n_layers, d_model, batch, seq_len, saved_per_layer):\n    b = bytes_per_number\n    return {'weights': n_params * b, 'gradients': n_params * b, 'optimiser': 8 * n_params,\n            'copy': n_params * 4, 'activations': batch * seq_len * n_layers * saved_per_layer * d_model * b}"],
-        "q5": ["def step_bytes(model, ids):\n    return {'weights': 140, 'gradients': 140, 'optimiser': 280}",
-               "def step_bytes(model, ids):  # counts the tied output layer twice and skips the step\n    n = sum(t.numel() * t.element_size() for t in model.state_dict().values())\n    return {'weights': n, 'gradients': n, 'optimiser': 2 * n}",
-               Planted("def step_bytes(model, ids):  # counts Adam's step counters too\n"
-                       "    opt = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
-                       "    logits = model(ids[:, :-1])\n"
-                       "    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))\n"
-                       "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"
-                       "    size = lambda t: t.numel() * t.element_size()\n"
-                       "    params = list(model.parameters())\n"
-                       "    return {'weights': sum(map(size, params)), 'gradients': sum(size(p.grad) for p in params),\n"
-                       "            'optimiser': sum(size(t) for p in params for t in opt.state[p].values())}",
-                       hint="exp_avg")],
-    },
-    "04_kv_cache": {
-        "q1": ['def passes_without_cache(n):\n    return 10',
-               'def passes_without_cache(n):\n    return n * n',
-               Planted('def passes_without_cache(n):\n    return n * (n + 1) / 2', hint="int")],
-        "q2": ['def kv_bytes_per_token(n_layers, n_kv_heads, d_head, bytes_per_number):\n    return 96',
-               Planted('def kv_bytes_per_token(n_layers, n_kv_heads, d_head, bytes_per_number):\n    return n_layers * n_kv_heads * d_head * bytes_per_number', hint="a value")],
-        "q3": ['def serving_gib(weight_bytes, bytes_per_token, context, n_conversations):\n    return 4.0',
-               Planted('def serving_gib(weight_bytes, bytes_per_token, context, n_conversations):\n    return n_conversations * (weight_bytes + context * bytes_per_token) / GiB', hint="held once")],
-        "q4": ['def conversations_that_fit(memory_bytes, weight_bytes, bytes_per_token, context):\n    return 8',
-               Planted('def conversations_that_fit(memory_bytes, weight_bytes, bytes_per_token, context):\n    return round((memory_bytes - weight_bytes) / (bytes_per_token * context))', hint="whole"),
-               Planted('def conversations_that_fit(memory_bytes, weight_bytes, bytes_per_token, context):\n'
-                       '    return int((memory_bytes - weight_bytes) // (bytes_per_token * context))', hint="negative")],
-        "q5": ["def attention_step(x_new, k_cache, v_cache, w_q, w_k, w_v):  # the cache never grows\n    return x_new @ w_v, k_cache, v_cache",
-               "def attention_step(x_new, k_cache, v_cache, w_q, w_k, w_v):  # attends to the past only, not to itself\n    k, v = (x_new @ w_k)[None], (x_new @ w_v)[None]\n    if len(k_cache):\n        w = torch.softmax(k_cache @ (x_new @ w_q) / math.sqrt(w_k.shape[1]), dim=0)\n        out = w @ v_cache\n    else:\n        out = v[0]\n    return out, torch.cat([k_cache, k]), torch.cat([v_cache, v])",
-               Planted("def attention_step(x_new, k_cache, v_cache, w_q, w_k, w_v):  # not scaled\n"
-                       "    k_cache = torch.cat([k_cache, (x_new @ w_k)[None]])\n"
-                       "    v_cache = torch.cat([v_cache, (x_new @ w_v)[None]])\n"
-                       "    return torch.softmax(k_cache @ (x_new @ w_q), dim=0) @ v_cache, k_cache, v_cache",
-                       hint="square root")],
-    },
-    "05_sampling": {
-        "q1": ['def with_temperature(logits, temperature):\n    return np.array([0.25, 0.75]) if temperature == 1.0 else np.array([1 / 3, 2 / 3])',
-               Planted('def with_temperature(logits, temperature):\n    return softmax(np.asarray(logits, dtype=float) * temperature)', hint="below 1"),
-               Planted('def with_temperature(logits, temperature):  # a list\n'
-                       '    return list(softmax(np.asarray(logits, dtype=float) / temperature))', hint="NumPy array")],
-        "q2": ['def spread(chances):\n    return float(np.log(2))',
-               'def spread(chances):\n    p = np.asarray(chances, dtype=float)\n    p = p[p > 0]\n    return float(-(p * np.log2(p)).sum())',
-               Planted('def spread(chances):  # keeps the zeros: 0 * log 0 is nan\n    p = np.asarray(chances, dtype=float)\n'
-                       '    return float(-(p * np.log(p)).sum())', hint="exactly 0")],
-        "q3": ['def top_p_count(chances, top_p):\n    return 2',
-               'def top_p_count(chances, top_p):\n    running = np.cumsum(np.asarray(chances, dtype=float))\n    return int(min(np.searchsorted(running, top_p) + 1, len(running)))',
-               Planted('def top_p_count(chances, top_p):  # stops before the word that reaches top_p\n'
-                       '    running = np.cumsum(np.sort(np.asarray(chances, dtype=float))[::-1])\n'
-                       '    return int((running < top_p).sum())', hint="including"),
-               Planted('def top_p_count(chances, top_p):  # an exact hit does not count\n'
-                       '    running = np.cumsum(np.sort(np.asarray(chances, dtype=float))[::-1])\n'
-                       '    return int(min((running <= top_p).sum() + 1, len(running)))', hint="exact hit")],
-        "q4": ['def top_p_chances(chances, top_p):\n    return np.array([0, 2 / 3, 1 / 3])',
-               'def top_p_chances(chances, top_p):\n    p = np.asarray(chances, dtype=float)\n    return np.where(p >= np.sort(p)[::-1][1], p, 0.0)',
-               Planted('def top_p_chances(chances, top_p):  # returns the kept chances in sorted order\n'
-                       '    p = np.sort(np.asarray(chances, dtype=float))[::-1]\n'
-                       '    n = int(np.searchsorted(np.cumsum(p), top_p - 1e-12)) + 1\n'
-                       '    kept = np.where(np.arange(len(p)) < n, p, 0.0)\n    return kept / kept.sum()', hint="where it stood")],
-        "q5": ['def best_pair(first, second):\n    return 1, 0, 0.36',
-               'def best_pair(first, second):\n    i = int(np.argmax(first))\n    j = int(np.argmax(second[i]))\n    return i, j, float(first[i] * second[i][j])',
-               Planted('def best_pair(first, second):  # NumPy integers\n'
-                       '    pair = np.asarray(first)[:, None] * np.asarray(second)\n'
-                       '    i, j = np.unravel_index(pair.argmax(), pair.shape)\n    return i, j, float(pair[i, j])', hint="ints")],
-        "q6": [Planted("def sample_ids(logits, temperature, top_p, n, seed):  # no top-p cut\n    g = torch.Generator().manual_seed(seed)\n    return torch.multinomial(torch.softmax(logits / temperature, dim=-1), n, replacement=True, generator=g)", hint="top-p set"),
-               Planted("def sample_ids(logits, temperature, top_p, n, seed):  # ignores the seed\n    chances = torch.softmax(logits / temperature, dim=-1)\n    ranked, order = torch.sort(chances, descending=True)\n    cut = torch.zeros_like(chances)\n    keep = order[ranked.cumsum(0) - ranked < top_p]\n    cut[keep] = chances[keep]\n    return torch.multinomial(cut, n, replacement=True)", hint="seed"),
-               Planted("def sample_ids(logits, temperature, top_p, n, seed):  # multiplies by the temperature\n"
-                       "    chances = torch.softmax(logits * temperature, dim=-1)\n"
-                       "    ranked, order = torch.sort(chances, descending=True)\n"
-                       "    cut = torch.zeros_like(chances)\n    keep = order[ranked.cumsum(0) - ranked < top_p]\n"
-                       "    cut[keep] = chances[keep]\n    g = torch.Generator().manual_seed(seed)\n"
-                       "    return torch.multinomial(cut, n, replacement=True, generator=g)", hint="temperature")],
-    },
-    "06_context_window": {
-        "q1": ['def dropped_tokens(conversation, window):\n    return 20, 0.2',
-               'def dropped_tokens(conversation, window):\n    return conversation - window, (conversation - window) / window',
-               # issue 27: without max(0, ...) it passed the public check, whose one case did not fit
-               Planted('def dropped_tokens(conversation, window):\n    dropped = conversation - window\n'
-                       '    return dropped, dropped / conversation', hint="already fits")],
-        "q2": ['def read_and_compute_seconds(n_bytes, n_ops, bandwidth, ops_per_second):\n    return 0.5, 0.2',
-               'def read_and_compute_seconds(n_bytes, n_ops, bandwidth, ops_per_second):\n    return n_bytes / ops_per_second, n_ops / bandwidth'],
-        "q3": ['def tokens_per_second(weight_bytes, cache_bytes, batch, bandwidth):\n    return 10.0',
-               'def tokens_per_second(weight_bytes, cache_bytes, batch, bandwidth):\n    return batch / (batch * (weight_bytes + cache_bytes) / bandwidth)'],
-        "q4": ['def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n    return 6 if target == 15.0 else None',
-               'def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n    if target >= bandwidth / cache_bytes:\n        return None\n    return int(target * weight_bytes / bandwidth) + 1'],
-        "q5": ["def decode_step(n_params, bytes_per_number, cache_bytes, batch, bandwidth, ops_per_second):\n    return (0.21, 'memory') if batch == 1 else (200.0, 'compute')",
-               "def decode_step(n_params, bytes_per_number, cache_bytes, batch, bandwidth, ops_per_second):  # adds the roofs\n    read_s = (n_params * bytes_per_number + batch * cache_bytes) / bandwidth\n    compute_s = 2 * n_params * batch / ops_per_second\n    return read_s + compute_s, 'memory' if read_s >= compute_s else 'compute'",
-               # issue 27: the reversed tie rule scored full marks, public and hidden
-               Planted("def decode_step(n_params, bytes_per_number, cache_bytes, batch, bandwidth, ops_per_second):\n"
-                       "    read_s = (n_params * bytes_per_number + batch * cache_bytes) / bandwidth\n"
-                       "    compute_s = 2 * n_params * batch / ops_per_second\n"
-                       "    return (read_s, 'memory') if read_s > compute_s else (compute_s, 'compute')", hint="tie")],
-        "q6": [Planted("def generate_in_window(model, prompt, n_new, window):\n    return list(prompt) + [0] * n_new",
-                       hint="most likely"),
-               Planted("def generate_in_window(model, prompt, n_new, window):  # never crops to the window\n    ids = list(prompt)\n    for _ in range(n_new):\n        ids.append(int(model(torch.tensor([ids]))[0, -1].argmax()))\n    return ids",
-                       hint="crop"),
-               # issue 27: cropping once, at the start, passed the public check (its window never cropped)
-               Planted("def generate_in_window(model, prompt, n_new, window):\n    ids, seen = list(prompt), list(prompt)[-window:]\n"
-                       "    for _ in range(n_new):\n        seen.append(int(model(torch.tensor([seen]))[0, -1].argmax()))\n"
-                       "        ids.append(seen[-1])\n    return ids", hint="every step")],
-    },
-    "08_using_pytorch": {
-        "q1": ['def inputs_and_targets(tokens):\n    return torch.tensor([[5, 1, 8, 5, 3]]), torch.tensor([[1, 8, 5, 3, 9]])',
-               Planted('def inputs_and_targets(tokens):\n    return tokens[:-1], tokens[1:]', hint="second dimension"),
-               Planted('def inputs_and_targets(tokens):  # the targets are the inputs themselves\n'
-                       '    return tokens[:, :-1], tokens[:, :-1]', hint="moved along")],
-        "q2": ['def knows_nothing_loss(n_positions, vocab):\n    return math.log(2)',
-               'def knows_nothing_loss(n_positions, vocab):\n    return float(F.cross_entropy(torch.full((n_positions, vocab), 1.0 / vocab).log().exp(), torch.zeros(n_positions, dtype=torch.long)) / n_positions)'],
-        "q3": ['def causal_weights(scores):\n    return torch.tensor([[1, 0, 0], [1 / 2, 1 / 2, 0], [1 / 3, 1 / 3, 1 / 3]])',
-               'def causal_weights(scores):\n    n = scores.shape[-1]\n    allowed = torch.ones(n, n, dtype=torch.bool).tril()\n    return torch.softmax(scores.masked_fill(~allowed, 0.0), dim=-1)',
-               Planted('def causal_weights(scores):  # softmax first, then zeros: rows no longer add up to 1\n'
-                       '    return torch.softmax(scores, dim=-1).tril()', hint="adding up to 1")],
-        "q4": ['def top_p_count(raw, top_p):\n    return 2',
-               'def top_p_count(raw, top_p):\n    chances = torch.softmax(raw, dim=-1)\n    return int((chances.cumsum(0) < top_p).sum()) + 1',
-               Planted('def top_p_count(raw, top_p):  # adds up raw outputs, not chances\n'
-                       '    ranked = raw.sort(descending=True).values\n'
-                       '    return min(int((ranked.cumsum(0) < top_p).sum()) + 1, len(raw))', hint="chances")],
-        "q5": ["def model_loss(model, ids):  # a float: the graph is lost\n    logits = model(ids[:, :-1])\n    return float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1)))",
-               "def model_loss(model, ids):  # scores each position against its own id, not the next one\n    logits = model(ids[:, :-1])\n    right = logits.gather(-1, ids[:, :-1].unsqueeze(-1)).squeeze(-1)\n    return (torch.logsumexp(logits, dim=-1) - right).mean()",
-               # the question asks for the cross-entropy by hand: F.cross_entropy scored full marks before
-               Planted("def model_loss(model, ids):\n    logits = model(ids[:, :-1])\n"
-                       "    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))",
-                       hint="F.cross_entropy")],
-    },
-    "09_recap_quiz": {
-        "q1": ['def gpt2_parameters(n_layers, d_model, vocab, n_positions):\n    return 92',
-               'def gpt2_parameters(n_layers, d_model, vocab, n_positions):\n    return (vocab + n_positions) * d_model + n_layers * 12 * d_model ** 2'],
-        "q2": ['def embedding_share(n_layers, d_model, vocab, n_positions):\n    return 14 / 92',
-               'def embedding_share(n_layers, d_model, vocab, n_positions):\n    d = d_model\n    return vocab * d / ((vocab + n_positions) * d + n_layers * (12 * d * d + 13 * d) + 2 * d)'],
-        "q3": ['def crossover_length(d_model, ff_multiple):\n    return 600',
-               Planted('def crossover_length(d_model, ff_multiple):\n    return 6 * d_model', hint="feed-forward width"),
-               Planted('def crossover_length(d_model, ff_multiple):  # solves 2 n d = (4 + 2f) d^2 wrongly\n'
-                       '    return (4 + 2 * ff_multiple) * d_model', hint="solve for n")],
-        "q4": ['def kv_cache_gib(n_layers, n_kv_heads, d_head, n_tokens, bytes_per_number):\n    return 2.0',
-               'def kv_cache_gib(n_layers, n_kv_heads, d_head, n_tokens, bytes_per_number):\n    return n_layers * n_kv_heads * d_head * n_tokens * bytes_per_number / GiB'],
-        "q5": ['def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return 4',
-               Planted('def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return round((memory_gib - weights_gib) / cache_gib_per_request)', hint="rounded down"),
-               Planted('def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n'
-                       '    return int((memory_gib - weights_gib) // cache_gib_per_request)', hint="never below zero")],
-        "q6": ["def longest_context(memory_gib, weights_gib, n_layers, n_kv_heads, d_head, bytes_per_number, n_requests):\n    return 64 * 2**30 // (131_072 * 8) if memory_gib == 80 else 0",
-               "def longest_context(memory_gib, weights_gib, n_layers, n_kv_heads, d_head, bytes_per_number, n_requests):  # keys only\n    per_token = n_layers * n_kv_heads * d_head * bytes_per_number\n    return max(0, int((memory_gib - weights_gib) * GiB // (per_token * n_requests)))"],
-    },
-}
-
-
-def _solution_code(name, question):
-    """The solution cell of a question of a master, without its markers."""
-    cells = jupytext.read(ROOT / "solutions" / f"{name}.md").cells
-    start = next(i for i, c in enumerate(cells) if c.cell_type == "raw"
-                 and re.match(rf"# BEGIN QUESTION\s*\nname:\s*{question}\b", c.source))
-    code = next(c for c in cells[start:] if c.cell_type == "code").source
-    return "\n".join(ln for ln in code.splitlines() if not re.match(r"\s*# (BEGIN|END) SOLUTION", ln))
-
-
-def mutant(name, question, hint, *changes):
-    """A planted answer made from the solution of `question` by textual changes [(old, new), ...]."""
-    code = _solution_code(name, question)
-    for old, new in changes:
-        assert old in code, f"{name} {question}: {old!r} is not in the solution"
-        code = code.replace(old, new)
-    return Planted(code, hint=hint)
-
-
-_GPT = "11_build_the_gpt"
-WRONG[_GPT] = {
-    "q1": [mutant(_GPT, "q1", "square root", ("/ (C // H) ** 0.5", "")),
-           mutant(_GPT, "q1", "later", ("scores.masked_fill(~seen, -torch.inf)", "scores")),
-           mutant(_GPT, "q1", "consecutive", ("t.reshape(B, T, H, C // H).transpose(1, 2)",
-                                              "t.reshape(B, T, C // H, H).transpose(1, 3).transpose(2, 3)")),
-           mutant(_GPT, "q1", "cache", ('cache["k"], cache["v"] = k, v', "pass")),
-           mutant(_GPT, "q1", "tiny's weights", ("self.qkv = nn.Linear", "self.projections = nn.Linear"),
-                  ("self.qkv(x)", "self.projections(x)"))],
-    "q2": [mutant(_GPT, "q2", "pre-norm", ("x = x + self.attn(self.norm1(x), cache)",
-                                           "x = self.norm1(x + self.attn(x, cache))"),
-                  ("return x + self.ff(self.norm2(x))", "return self.norm2(x + self.ff(x))")),
-           mutant(_GPT, "q2", "residual", ("x = x + self.attn(self.norm1(x), cache)",
-                                           "x = self.norm1(x)\n        x = x + self.attn(x, cache)"))],
-    "q3": [mutant(_GPT, "q3", "tied", ("self.head.weight = self.tokens.weight  # tied", "pass")),
-           mutant(_GPT, "q3", "start", ("torch.arange(start, start + T)", "torch.arange(T)")),
-           mutant(_GPT, "q3", "final norm", ("self.head(self.norm(x))", "self.head(x)"))],
-    "q4": [mutant(_GPT, "q4", "AdamW", ("torch.optim.AdamW(", "torch.optim.Adam(")),
-           mutant(_GPT, "q4", "one generator", ("for _, (x, y) in zip(range(steps), windows):",
-                                                "for _ in range(steps):\n        generator = "
-                                                "torch.Generator().manual_seed(seed)\n        x, y = "
-                                                "next(tiny.batches(data, batch, window, generator))")),
-           mutant(_GPT, "q4", "cleared", ("optimiser.zero_grad()", "pass")),
-           mutant(_GPT, "q4", "Python floats", ("losses.append(loss.item())", "losses.append(loss.detach())"))],
-    "q5": [mutant(_GPT, "q5", "start", (", start=len(ids) - 1)", ")")),
-           mutant(_GPT, "q5", "Python ints", ("ids.append(int(logits[0, -1].argmax()))",
-                                              "ids.append(logits[0, -1].argmax())")),
-           mutant(_GPT, "q5", "greedy loop", ("int(logits[0, -1].argmax())", "int(logits[0, 0].argmax())"))],
-}
-
-# The first planted answer of every question hard-codes its public values, except these, which are
-# mistakes the public checks must catch.
-_FIRST_NOT_HARDCODED = {("02_causal_mask", "q6"), ("04_kv_cache", "q5"), ("05_sampling", "q6"),
-                        ("06_context_window", "q6"), ("08_using_pytorch", "q5")}
-for _name, _questions in WRONG.items():
-    for _q, _answers in _questions.items():
-        _answers[:] = [a if isinstance(a, Planted) else Planted(a) for a in _answers]
-        if (_name, _q) not in _FIRST_NOT_HARDCODED and _name != _GPT:
-            _answers[0] = hardcoded(_answers[0])
+# Planted wrong answers, two or more per question, written in the `# WRONG` cells of each master (see
+# CONTRIBUTING.md): each fails the hidden tests, and each not marked `hardcoded` fails the public checks
+# (`grader.check`) too, with a hint that names its mistake.
+WRONG = {name: make_exercises.planted_answers(name) for name in NAMES}
 
 
 @pytest.fixture(scope="session")
@@ -433,7 +142,10 @@ def test_each_exercise_has_a_build_it_and_check_it_question(name):
     assert built, f"solutions/{name}.md: no question marked (build it and check it)"
     uses_torch = "import torch" in (ROOT / "solutions" / f"{name}.md").read_text()
     chapter = next((ROOT / "chapters").glob(f"{name[:2]}_*.md"), None)
-    if chapter and ("book.tiny" in chapter.read_text() or "import torch" in chapter.read_text()):
+    # the recap quiz runs one block of the tiny model to show a property (Q7); its exercise recaps the counts
+    counts_only = {"09_recap_quiz"}
+    if chapter and name not in counts_only and ("book.tiny" in chapter.read_text()
+                                                or "import torch" in chapter.read_text()):
         assert uses_torch, f"{name}: its chapter uses torch, so its build-it question should too"
 
 
@@ -500,7 +212,9 @@ def test_student_notebook_holds_no_solution_and_no_hidden_test(name):
 def test_every_question_has_planted_wrong_answers(name):
     questions = grade.question_names(ROOT / "autograder" / f"{name}.zip")
     assert sorted(WRONG.get(name, {}), key=lambda q: (len(q), q)) == questions, \
-        f"add two planted wrong answers per question of {name} to WRONG"
+        f"solutions/{name}.md: every question needs a # WRONG cell in its hidden block (CONTRIBUTING.md)"
+    few = [q for q, answers in WRONG[name].items() if len(answers) < 2]
+    assert not few, f"solutions/{name}.md: plant at least two wrong answers for {few} (CONTRIBUTING.md)"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -528,7 +242,7 @@ def public_checks(regenerated):
             nbformat.write(_solution_notebook(regenerated / "autograder" / f"{job['name']}.zip"), path)
             job["solution"] = str(path)
     (folder / "spec.json").write_text(json.dumps(spec))
-    subprocess.run([sys.executable, str(ROOT / "tests" / "run_public_checks.py"), str(folder / "spec.json"),
+    subprocess.run([sys.executable, str(ROOT / "tools" / "run_public_checks.py"), str(folder / "spec.json"),
                     str(folder / "out.json")], check=True, timeout=RUN_TIMEOUT * 10, cwd=folder)
     return json.loads((folder / "out.json").read_text())
 
@@ -654,7 +368,7 @@ def test_feedback_writes_each_learner_only_their_own_row(tmp_path, graded):
     reasons, none of another row's, and no column but the learner's (an instructor's column stays out), under a
     safe file name whatever the submission was called."""
     import csv
-    import feedback
+    from tools import feedback
     g = graded["02_causal_mask"]
     questions = g["exercise"].questions
     rows = []

@@ -66,8 +66,10 @@ def process(path, check):
         if check:
             if formatted != code:
                 report.append(f"{path}:{line_of(text, start)}: the cell would be reformatted")
+            # a # WRONG cell holds planted wrong answers for the tests, never shown to a reader
+            shown = not code.startswith("# WRONG")
             for n, line in enumerate(code.splitlines(), start=line_of(text, start)):
-                if len(line) > LINE_LENGTH:
+                if shown and len(line) > LINE_LENGTH:
                     report.append(f"{path}:{n}: line of {len(line)} characters (at most {LINE_LENGTH})")
         pieces += [text[last:start], formatted]
         last = end

@@ -122,8 +122,11 @@ def split_master(name):
             probes.append(cell.source.strip() + "\n")
         elif cell.cell_type == "code" and cell.source.startswith("# CHECKS"):
             checks.append(cell.source.strip() + "\n")
+        elif cell.cell_type == "code" and cell.source.startswith("# WRONG"):
+            pass  # planted wrong answers: read by planted_answers() for the tests, never exported
         else:
-            raise RuntimeError(f"solutions/{name}.md: a cell of a hidden block is neither # PROBES nor # CHECKS")
+            raise RuntimeError(f"solutions/{name}.md: a cell of a hidden block is neither # PROBES, # CHECKS "
+                               "nor # WRONG")
     if inside:
         raise RuntimeError(f"solutions/{name}.md: # BEGIN HIDDEN without # END HIDDEN")
     questions = re.findall(r"^# BEGIN QUESTION\s*\nname:\s*(\w+)", "\n".join(
@@ -132,6 +135,53 @@ def split_master(name):
     hints = {q: h for q, h in hints.items() if any(h)}
     return (nb, "\n\n".join([PROBES_PRELUDE, *probes]), "\n\n".join([CHECKS_PRELUDE, *checks]), questions,
             hints)
+
+
+class Planted(str):
+    """A planted wrong answer (the source of a cell), written in a `# WRONG` cell of its master.
+
+    `hint`: a word the learner's first hint must contain (it names the mistake). `hardcoded`: it types in the
+    values of the public checks, so only the hidden tests, on inputs the learner has not seen, can catch it;
+    every other planted answer must fail `grader.check` too."""
+
+    def __new__(cls, source, hint=None, hardcoded=False):
+        self = super().__new__(cls, source)
+        self.hint, self.hardcoded = hint, hardcoded
+        return self
+
+
+def solution_code(name, question):
+    """The solution cell of a question of a master, without its markers."""
+    cells = jupytext.read(SOLUTIONS / f"{name}.md").cells
+    start = next(i for i, c in enumerate(cells) if c.cell_type == "raw"
+                 and re.match(rf"# BEGIN QUESTION\s*\nname:\s*{question}\b", c.source))
+    code = next(c for c in cells[start:] if c.cell_type == "code").source
+    return "\n".join(ln for ln in code.splitlines() if not re.match(r"\s*# (BEGIN|END) SOLUTION", ln))
+
+
+def planted_answers(name):
+    """{question: [Planted, ...]} from the `# WRONG` cells of a master's hidden blocks, in order.
+
+    A `# WRONG` cell calls `wrong(question, source, hint=None, hardcoded=False)` with the whole code of a
+    wrong answer, or `mutant(question, hint, (old, new), ...)`, which makes one from the question's solution
+    by textual changes (each `old` must occur in it)."""
+    answers = {}
+
+    def wrong(question, source, hint=None, hardcoded=False):
+        answers.setdefault(question, []).append(Planted(source.strip("\n"), hint, hardcoded))
+
+    def mutant(question, hint, *changes):
+        code = solution_code(name, question)
+        for old, new in changes:
+            if old not in code:
+                raise RuntimeError(f"solutions/{name}.md, {question}: {old!r} is not in the solution")
+            code = code.replace(old, new)
+        answers.setdefault(question, []).append(Planted(code, hint))
+
+    for cell in jupytext.read(SOLUTIONS / f"{name}.md").cells:
+        if cell.cell_type == "code" and cell.source.startswith("# WRONG"):
+            exec(compile(cell.source, f"solutions/{name}.md # WRONG", "exec"), {"wrong": wrong, "mutant": mutant})
+    return answers
 
 
 def assign(name, workdir, run_tests=True, in_process=False):
