@@ -25,7 +25,8 @@ from .card import ModelCard
 
 __all__ = [
     "TinyConfig", "TinyGPT", "WordTokenizer", "load_text", "corpus", "batches", "AdamW", "train", "trained_model",
-    "card_of", "cache_folder", "generate", "greedy", "sample", "new_caches", "cache_bytes", "one_thread", "DTYPE",
+    "card_of", "cache_folder", "generate", "generate_batch", "Written", "greedy", "sample", "sampler",
+    "new_caches", "cache_bytes", "one_thread", "DTYPE",
 ]
 
 TEXT_PATH = Path(__file__).with_name("data") / "robot_text.txt"
@@ -337,7 +338,7 @@ def _save(path: Path, state: dict):
 # ---------------------------------------------------------------- generation
 
 
-def greedy(logits, generator=None):
+def greedy(logits):
     """The single most likely token."""
     return int(torch.argmax(logits))
 
@@ -352,72 +353,93 @@ def sample(logits, temperature=1.0, top_p=1.0, generator=None):
     return int(keep[torch.multinomial(kept, 1, generator=generator)])
 
 
+def sampler(temperature=1.0, top_p=1.0, seed=0):
+    """A pick for `generate` that samples with this temperature and top-p, from its own seeded generator:
+    the same draws on every run."""
+    generator = torch.Generator().manual_seed(seed)
+    return lambda logits: sample(logits, temperature, top_p, generator)
+
+
 def new_caches(model):
     return [{"k": None, "v": None} for _ in model.blocks]
 
 
+@dataclass
+class Written:
+    """What `generate` collects: the row (the prompt, then the new tokens), the log-chance of each new token
+    at temperature 1, and the key-value caches it filled (one dict a layer, tensors (B, H, T, D); None if it
+    wrote without a cache or outgrew its window)."""
+    ids: list[int]
+    log_chances: list[float]
+    caches: list | None
+
+
 @torch.no_grad()
-def generate(model, prompt, n_new, pick=greedy, use_cache=True, generator=None, caches=None, window=TRAIN_WINDOW,
-             log_chances=None):
+def generate(model, prompt, n_new, pick=greedy, window=TRAIN_WINDOW, use_cache=True) -> Written:
     """Append n_new tokens to prompt (a list of ids), one at a time, as nanoGPT's `generate` does.
 
+    `pick(logits)` chooses each token from the newest position's raw outputs (`greedy`, or `sampler(...)`).
     Each step reads at most the newest `window` tokens (default: the trained length, 24); `window=None`
-    reads the whole row. With the cache, only the newest token goes through the model, until the row
-    outgrows the window: from then on every kept token sits at a new position, so the cache is of no use
-    and each step reads the cropped row afresh. `log_chances`, a list, receives the log-chance (at
-    temperature 1) of every token picked. Reading past the position table raises a ValueError.
-
-    A batch: `prompt` may be a list of prompts of equal length; then the rows go through the model
-    together, one (B, T) tensor a step, `pick` is applied to each row's last logits in row order, and a
-    list of rows comes back. The cache, and `caches` if given, then hold the whole batch, (B, H, T, D)
-    a layer; `log_chances` takes a single prompt only (a batch raises a ValueError).
-    First used in chapter 2 (a batch, reading the whole rows); chapter 4 times the cache, chapter 5 samples.
+    reads the whole row, and reading past the position table raises a ValueError. With the cache, only the
+    newest token goes through the model, until the row outgrows the window: from then on every kept token
+    sits at a new position, so the cache is of no use and each step reads the cropped row afresh.
+    Used from chapter 2 on; chapter 4 times the cache, chapter 5 samples.
     """
-    batch = bool(prompt) and isinstance(prompt[0], (list, tuple))
-    rows = [list(row) for row in prompt] if batch else [list(prompt)]
-    _check_rows(rows, batch, log_chances)
-    length, table = len(rows[0]), model.cfg.context
-    if window is not None and not 1 <= window <= table:
-        raise ValueError(f"window={window}: the model has position slots for 1 to {table} tokens")
-    if window is None and length + n_new - 1 > table:
-        raise ValueError(f"{length} prompt tokens + {n_new} new ones need {length + n_new - 1} positions; "
-                         f"the model's position table has {table}. Pass window={table} (or less) to crop the row.")
-    with one_thread():
-        rows = _generate(model, rows, n_new, pick, use_cache, generator, caches, window, log_chances)
-    return rows if batch else rows[0]
+    if prompt and isinstance(prompt[0], (list, tuple)):
+        raise TypeError("generate writes after one prompt (a list of ids); for several, use generate_batch")
+    rows, log_chances, caches = _write(model, [list(prompt)], n_new, pick, window, use_cache)
+    return Written(rows[0], log_chances[0], caches)
 
 
-def _check_rows(rows, batch, log_chances):
-    """Refuse what `generate` cannot write: no prompt, rows of unequal length, log_chances of a batch."""
+@torch.no_grad()
+def generate_batch(model, prompts, n_new, pick=greedy, window=TRAIN_WINDOW, use_cache=True) -> list[list[int]]:
+    """`generate` for prompts of equal length, together: one (B, T) tensor through the model a step, `pick`
+    applied to each row's newest raw outputs in row order; the rows come back. (Prompts of unequal length
+    need padding and a padding mask: chapter 2 shows how; this model takes no mask.)"""
+    rows, _, _ = _write(model, [list(p) for p in prompts], n_new, pick, window, use_cache)
+    return rows
+
+
+def _check(model, rows, n_new, window):
+    """Refuse what cannot be written: no prompt, rows of unequal length, a window or length past the table."""
     if not rows or not rows[0]:
         raise ValueError("generate needs a prompt of at least one token (a batch: at least one such prompt)")
     lengths = sorted({len(row) for row in rows})
     if len(lengths) > 1:
         raise ValueError(f"the prompts of a batch must have equal length, to go through the model as one "
                          f"(B, T) tensor; these have lengths {', '.join(map(str, lengths))}")
-    if batch and log_chances is not None:
-        raise ValueError("log_chances takes one prompt, not a batch: call generate once per prompt")
+    table = model.cfg.context
+    if window is not None and not 1 <= window <= table:
+        raise ValueError(f"window={window}: the model has position slots for 1 to {table} tokens")
+    if window is None and lengths[0] + n_new - 1 > table:
+        raise ValueError(f"{lengths[0]} prompt tokens + {n_new} new ones need {lengths[0] + n_new - 1} "
+                         f"positions; the model's position table has {table}. Pass window={table} (or less) "
+                         "to crop the row.")
 
 
-def _generate(model, rows, n_new, pick, use_cache, generator, caches, window, log_chances):
+def _write(model, rows, n_new, pick, window, use_cache):
+    """The loop of `generate` and `generate_batch`: (rows, log-chances per row, caches or None)."""
+    _check(model, rows, n_new, window)
     limit = window or model.cfg.context
     cached = use_cache and len(rows[0]) <= limit
-    if cached:
-        caches = caches if caches is not None else new_caches(model)
-        logits = model(torch.tensor(rows), caches=caches)  # the prompts, once: fills the cache
-    for step in range(n_new):
-        if cached and len(rows[0]) > limit:
-            cached = False  # the rows have outgrown the window: crop them and read them afresh from now on
-        if not cached:
-            logits = model(torch.tensor([row[-limit:] for row in rows]))  # the whole (cropped) rows again
-        for b, row in enumerate(rows):  # (B, T, V): each row's newest position picks its next token
-            row.append(pick(logits[b, -1], generator=generator))
-        if log_chances is not None:  # a single prompt
-            log_chances.append(float(torch.log_softmax(logits[0, -1], dim=-1)[rows[0][-1]]))
-        if cached and step < n_new - 1 and len(rows[0]) <= limit:
-            newest = torch.tensor([row[-1:] for row in rows])  # (B, 1)
-            logits = model(newest, caches=caches, start=len(rows[0]) - 1)  # (B, 1, V)
-    return rows
+    caches = new_caches(model) if cached else None
+    log_chances = [[] for _ in rows]
+    with one_thread():
+        if cached:
+            logits = model(torch.tensor(rows), caches=caches)  # the prompts, once: fills the cache
+        for step in range(n_new):
+            if cached and len(rows[0]) > limit:
+                cached, caches = False, None  # outgrown the window: crop the rows and read them afresh
+            if not cached:
+                logits = model(torch.tensor([row[-limit:] for row in rows]))  # the whole (cropped) rows
+            newest = torch.log_softmax(logits[:, -1], dim=-1)  # (B, V): each row's newest position
+            for b, row in enumerate(rows):
+                row.append(pick(logits[b, -1]))
+                log_chances[b].append(float(newest[b, row[-1]]))
+            if cached and step < n_new - 1 and len(rows[0]) <= limit:
+                last = torch.tensor([row[-1:] for row in rows])  # (B, 1)
+                logits = model(last, caches=caches, start=len(rows[0]) - 1)  # (B, 1, V)
+    return rows, log_chances, caches
 
 
 def cache_bytes(caches) -> int:

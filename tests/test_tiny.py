@@ -83,7 +83,7 @@ def test_cache_changes_nothing_but_the_work(trained):
     model, _ = trained
     tokenizer, _ = tiny.corpus()
     prompt = tokenizer.encode("the arm lifts the red block . then it")
-    assert tiny.generate(model, prompt, 12) == tiny.generate(model, prompt, 12, use_cache=False)
+    assert tiny.generate(model, prompt, 12).ids == tiny.generate(model, prompt, 12, use_cache=False).ids
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
@@ -97,10 +97,10 @@ def test_a_batch_writes_each_row_as_it_would_alone(trained, use_cache):
     calls = []
     hook = model.register_forward_hook(lambda module, args, out: calls.append(tuple(args[0].shape)))
     try:
-        batch = tiny.generate(model, prompts, 12, use_cache=use_cache)
+        batch = tiny.generate_batch(model, prompts, 12, use_cache=use_cache)
     finally:
         hook.remove()
-    alone = [tiny.generate(model, p, 12, use_cache=use_cache) for p in prompts]
+    alone = [tiny.generate(model, p, 12, use_cache=use_cache).ids for p in prompts]
     assert batch == alone
     assert len({tuple(row[len(p):]) for row, p in zip(alone, prompts)}) == 3  # three different continuations
     assert len(calls) == 12 and all(shape[0] == 3 for shape in calls)  # one call a token, for all three rows
@@ -110,51 +110,50 @@ def test_a_batch_writes_each_row_as_it_would_alone(trained, use_cache):
 def test_a_batch_samples_its_rows_in_order(trained):
     model, _ = trained
     prompts = [[0, 1, 2], [3, 4, 5]]
-    pick = lambda logits, generator: tiny.sample(logits, temperature=2.0, generator=generator)
-    batch = tiny.generate(model, prompts, 6, pick=pick, use_cache=False, generator=torch.Generator().manual_seed(3))
+    batch = tiny.generate_batch(model, prompts, 6, pick=tiny.sampler(temperature=2.0, seed=3), use_cache=False)
     # by hand: one generator, drawn for row 0 then row 1 at every step
     gen, rows = torch.Generator().manual_seed(3), [list(p) for p in prompts]
     with torch.no_grad(), tiny.one_thread():
         for _ in range(6):
             logits = model(torch.tensor(rows))[:, -1]
             for b, row in enumerate(rows):
-                row.append(pick(logits[b], generator=gen))
+                row.append(tiny.sample(logits[b], temperature=2.0, generator=gen))
     assert batch == rows
 
 
 def test_a_batch_refuses_what_it_cannot_write(trained):
     model, _ = trained
     with pytest.raises(ValueError, match="equal length.*lengths 2, 3"):
-        tiny.generate(model, [[0, 1, 2], [3, 4]], 4)
+        tiny.generate_batch(model, [[0, 1, 2], [3, 4]], 4)
     for empty in ([], [[]]):
         with pytest.raises(ValueError, match="at least one token"):
-            tiny.generate(model, empty, 4)
-    with pytest.raises(ValueError, match="log_chances takes one prompt"):
-        tiny.generate(model, [[0, 1], [2, 3]], 4, log_chances=[])
+            tiny.generate_batch(model, empty, 4)
+    with pytest.raises(ValueError, match="at least one token"):
+        tiny.generate(model, [], 4)
+    with pytest.raises(TypeError, match="generate_batch"):
+        tiny.generate(model, [[0, 1], [2, 3]], 4)
 
 
 def test_cache_bytes_match_the_formula(trained):
     model, _ = trained
     cfg = model.cfg
-    caches = tiny.new_caches(model)
-    prompt = [0, 1, 2]
-    ids = tiny.generate(model, prompt, 5, caches=caches)
-    positions = len(ids) - 1  # the last token is produced but never fed back
-    assert tiny.cache_bytes(caches) == positions * cache_bytes_per_token(tiny.card_of(cfg))
+    written = tiny.generate(model, [0, 1, 2], 5)
+    positions = len(written.ids) - 1  # the last token is produced but never fed back
+    assert tiny.cache_bytes(written.caches) == positions * cache_bytes_per_token(tiny.card_of(cfg))
 
 
 def test_generate_crops_to_the_window_as_nanogpt_does(trained):
     model, _ = trained
     prompt = [0, 1, 2]
     window = 8
-    got = tiny.generate(model, prompt, 12, window=window)
+    got = tiny.generate(model, prompt, 12, window=window).ids
     # by hand: every step reads only the newest `window` tokens, from position 0
     ids = list(prompt)
     with torch.no_grad():
         for _ in range(12):
             ids.append(int(model(torch.tensor([ids[-window:]]))[0, -1].argmax()))
     assert got == ids
-    assert tiny.generate(model, prompt, 12, window=window, use_cache=False) == ids
+    assert tiny.generate(model, prompt, 12, window=window, use_cache=False).ids == ids
 
 
 def test_generate_refuses_to_read_past_the_position_table(trained):
@@ -164,13 +163,13 @@ def test_generate_refuses_to_read_past_the_position_table(trained):
         tiny.generate(model, [0, 1, 2], table, window=None)
     with pytest.raises(ValueError, match="position slots"):
         tiny.generate(model, [0], 1, window=table + 1)
-    assert len(tiny.generate(model, [0, 1, 2], table - 2, window=None)) == table + 1  # the last fits exactly
+    assert len(tiny.generate(model, [0, 1, 2], table - 2, window=None).ids) == table + 1  # the last fits exactly
 
 
 def test_log_chances_are_the_models_own(trained):
     model, _ = trained
-    logs = []
-    ids = tiny.generate(model, [0, 1, 2], 4, log_chances=logs)
+    written = tiny.generate(model, [0, 1, 2], 4)
+    ids, logs = written.ids, written.log_chances
     with torch.no_grad():
         full = torch.log_softmax(model(torch.tensor([ids])), dim=-1)[0]
     expected = [float(full[t - 1, ids[t]]) for t in range(3, len(ids))]
@@ -192,8 +191,7 @@ def test_the_trained_models_compute_in_float64_throughout(trained):
     with torch.no_grad():
         assert model(torch.tensor([[0, 1, 2]])).dtype == torch.float64
     assert tiny.card_of(model.cfg).bytes_per_number == 8
-    caches = tiny.new_caches(model)
-    tiny.generate(model, [0, 1, 2], 2, caches=caches)
+    caches = tiny.generate(model, [0, 1, 2], 2).caches
     assert caches[0]["k"].dtype == torch.float64
     plain = tiny.TinyGPT(tiny.TinyConfig(vocab=5))
     assert {p.dtype for p in plain.parameters()} == {torch.float32} and tiny.card_of(plain.cfg).bytes_per_number == 4
