@@ -1,6 +1,7 @@
 """The example accelerator that the chapters measure against, and the byte units.
 
-Introduced in chapter 6. It describes no real product. The example model is a
+Introduced in chapter 4 (the roofline of the cache's speed-up); chapter 6 splits a decoding step's
+roofline into its two kinds of work. It describes no real product. The example model is a
 `book.card.ModelCard` (`book.card.EXAMPLE_MODEL`).
 """
 from __future__ import annotations

@@ -113,3 +113,10 @@ def test_pages_link_other_pages_as_files(page):
 def test_the_reference_check_finds_a_label_of_another_page():
     text = "(here)=\n# A page\n\nSee {ref}`here`, {ref}`the cache <ch-kv-cache>` and {ref}`exercises`.\n"
     assert references_to_other_pages(text) == ["ch-kv-cache", "exercises"]
+
+
+def test_every_chapter_file_is_a_page_of_the_toc():
+    """_toc.yml is the one registry of pages: a chapter file left out of it would be neither built nor tested."""
+    files = {f"chapters/{p.stem}" for p in (built_site.ROOT / "chapters").glob("*.md")}
+    missing = sorted(files - set(built_site.chapter_pages()))
+    assert not missing, f"in chapters/ but not in _toc.yml: {missing}"

@@ -17,8 +17,11 @@ ERRATUM = re.compile(r"^(:::+|```+)\{admonition\} Erratum.*?^\1\s*$", re.MULTILI
 
 
 def chapter_names():
-    """Every chapter, by file stem (e.g. '01_next_token_prediction'), in order."""
-    return sorted(p.stem for p in CHAPTERS.glob("[0-9][0-9]_*.md"))
+    """Every chapter, by file stem (e.g. '01_next_token_prediction'), in the order of _toc.yml, the one
+    registry of the book's pages (tests/test_links.py checks that every file of chapters/ is in it)."""
+    from tools.built_site import chapter_pages
+
+    return [page.removeprefix("chapters/") for page in chapter_pages()]
 
 
 def read_chapter(name):
