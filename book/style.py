@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import matplotlib as mpl
 
-__all__ = ["COLORS", "WIDE", "SQUARE", "TALL", "use"]
+__all__ = ["COLORS", "WIDE", "SQUARE", "TALL", "use", "token_box"]
 
 # Okabe-Ito colours: distinguishable with the common colour-vision deficiencies
 COLORS = {
@@ -43,3 +43,9 @@ def use():
         "legend.frameon": False,
         "figure.constrained_layout.use": True,
     })
+
+
+def token_box(ax, x, y, word, colour):
+    """One word in a filled, rounded box centred at (x, y): the token pictures of chapters 1, 3 and 4."""
+    ax.text(x, y, word, ha="center", va="center", color="white", fontsize=11,
+            bbox=dict(boxstyle="round,pad=0.4", facecolor=colour, edgecolor="none"))
