@@ -46,7 +46,7 @@ CASES = [
     dict(name="careless_blank", base="blank", cells=[], expect="zero"),
     dict(name="careless_raising", base="solved",
          cells=["def longest_context(*args):\n    raise ValueError('not done yet')"], expect=5,
-         reason="ValueError: not done yet"),
+         reason="q6 (longest_context): raised ValueError", absent="not done yet"),
     dict(name="careless_wrong_type", base="solved",
          cells=["def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return 'sixteen'"],
          expect=5, reason="q5 (requests_that_fit)"),
