@@ -22,8 +22,8 @@ graded anyway, as the exercise named on the command line, with a warning.
 
 The folder is untrusted too: every entry whose name ends in `.ipynb` gets a row, but only a regular
 file is opened (without following links, without blocking, its type checked again on the open
-descriptor) and read, up to MAX_NOTEBOOK bytes; a link, a FIFO, a device, a folder or a second name
-of a file already graded (a hard link) gets a row saying what it is. Every cell of the CSV is one
+descriptor) and read, up to MAX_NOTEBOOK bytes; a link, a FIFO, a device or a folder gets a row
+saying what it is, and the rows of two names of one file (a hard link) each say so. Every cell of the CSV is one
 line of printable text (a name that is not UTF-8 is written with escapes), at most MAX_CELL
 characters, and a cell that a spreadsheet would run as a formula (starting with =, +, -, @, a tab or
 a carriage return) is prefixed with a quote (OWASP's rule against CSV injection). Reasons and
@@ -405,27 +405,26 @@ def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, 
     submissions = submissions_in(folder)
     out = CsvOut(out_csv, ["submission", *exercise.questions, *COLUMNS_AFTER]) if out_csv else None
     rows = []
-    seen = {}  # (device, inode) of each regular file graded: a second name of it is not graded again
-    seen_lock = threading.Lock()
+    names_of = {}  # (device, inode) -> the names of one regular file: hard links are graded, and flagged
+    for path in submissions:
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode):
+                names_of.setdefault((st.st_dev, st.st_ino), []).append(path.name)
+        except OSError:
+            pass
+    also = {name: [n for n in names if n != name] for names in names_of.values() for name in names}
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         reference = reference_answers(exercise, timeout)
         questions_of = probe_functions(exercise, reference)
 
         def one(path):
             try:
-                try:
-                    st = os.lstat(path)
-                    key = (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
-                except OSError:
-                    key = None
-                with seen_lock:
-                    first = seen.setdefault(key, path.name) if key else path.name
-                if first != path.name:
-                    row = empty_row(exercise, path.name)
-                    row.update(status="error", reason=f"not graded: the same file as {display_name(first)} "
-                                                      "(a hard link); every question scored 0")
-                else:
-                    row = grade_notebook(exercise, reference, questions_of, path, timeout)
+                row = grade_notebook(exercise, reference, questions_of, path, timeout)
+                if also.get(path.name):
+                    others = ", ".join(display_name(n) for n in also[path.name][:3])
+                    row["warnings"] = "; ".join(w for w in (f"the same file as {others} (a hard link)",
+                                                            row["warnings"]) if w)
             except Exception as err:  # a fault of the grader itself still leaves a row
                 row = empty_row(exercise, path.name)
                 row.update(status="error", reason=f"the grader failed on this notebook ({type(err).__name__}: "
