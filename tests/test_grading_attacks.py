@@ -368,3 +368,54 @@ def test_judge_wants_the_exact_type():
                       (float("nan"), 1.0), (1.0001, 1.0)]:
         with pytest.raises(judge.Wrong):
             judge.same(got, want)
+
+
+HONEST_WORK = "total = 0\nfor i in range(20_000_000):\n    total += i  # a few seconds of pure Python"
+NEIGHBOURS = {
+    "idle": "import time\ntime.sleep(3600)",
+    "hog": "import os\nfor _ in range(60):\n    if os.fork() == 0:\n        break\nwhile True:\n    pass",
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
+    """Attack G: beside a sandbox of 61 spinning processes, honest notebooks (each with a few seconds of work) take at
+    most twice as long as beside a sandbox that sleeps, measured in the same run (a CPU cgroup as root, the
+    sandbox's own scheduling autogroup and no setsid as an ordinary user)."""
+    if mode == "root" and os.geteuid() != 0:
+        pytest.skip("the suite runs as an ordinary user: the root batch needs root")
+    if not sandbox.bwrap_path():
+        _unavailable(sandbox.INSTALL_HINT)
+    with zipfile.ZipFile(ROOT / "autograder" / f"{EXERCISE}.zip") as z:
+        solved = nbformat.reads(z.read("grading/solution.ipynb").decode(), as_version=4)
+    medians = {}
+    for neighbour, source in NEIGHBOURS.items():
+        tmp = Path(tempfile.mkdtemp(prefix=f"hog-{mode}-"))
+        try:
+            tmp.chmod(0o755)
+            folder, out = tmp / "submissions", tmp / "results" / "grades.csv"
+            folder.mkdir()
+            out.parent.mkdir()
+            nb = copy.deepcopy(solved)
+            nb.cells.insert(1, nbformat.v4.new_code_cell(source))
+            nbformat.write(nb, folder / "a_neighbour.ipynb")  # first: it starts with the first honest one
+            for i in range(3):
+                nb = copy.deepcopy(solved)
+                nb.cells.append(nbformat.v4.new_code_cell(HONEST_WORK))
+                nbformat.write(nb, folder / f"honest_{i}.ipynb")
+            if mode == "user":
+                give_to_ordinary_user(folder, out.parent)
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp)}
+            result = run_grader([EXERCISE, folder, out, "--timeout", 20, "--jobs", 2], mode, env, timeout=600)
+            assert result.returncode == 0, result.stderr[-2000:]
+            rows = {r["submission"]: r for r in _read_rows(out)}
+            honest = [rows[f"honest_{i}.ipynb"] for i in range(3)]
+            for row in honest:
+                assert row["status"] == "graded" and row["total"] == row["possible"] == 6, row["reason"]
+            medians[neighbour] = statistics.median(r["seconds"] for r in honest)
+        finally:
+            subprocess.run(["rm", "-rf", str(tmp)], check=False)
+    ratio = medians["hog"] / medians["idle"]
+    print(f"{mode}: honest notebook {medians['idle']:.1f} s beside an idle sandbox, {medians['hog']:.1f} s beside "
+          f"a hog: {ratio:.2f}x")
+    assert ratio <= 2.0, f"a hog slowed honest notebooks {ratio:.2f}x ({medians})"
