@@ -44,6 +44,7 @@ import zipfile
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,32 +182,34 @@ def batch(request):
     core_pattern = CORE_PATTERN.read_bytes()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GRADER_TOKEN": SECRET, "HOME": str(tmp),
            "CI_SECRET": SECRET}
-    started = time.monotonic()
     try:
-        result = run_grader([EXERCISE, folder, out, "--timeout", TIMEOUT, "--jobs", JOBS], mode, env, timeout=900)
+        started = time.monotonic()
+        try:
+            result = run_grader([EXERCISE, folder, out, "--timeout", TIMEOUT, "--jobs", JOBS], mode, env, timeout=900)
+        finally:
+            if CORE_PATTERN.read_bytes() != core_pattern and os.geteuid() == 0:
+                CORE_PATTERN.write_bytes(core_pattern)  # never leave the host changed, whatever happened
+                core_pattern_changed = True
+            else:
+                core_pattern_changed = False
+        elapsed = time.monotonic() - started
+        assert result.returncode == 0, f"the grader failed: {result.stderr[-2000:]}"
+        csv_after_batch = out.read_bytes()
+        time.sleep(5)  # the background attack writes 3 s after its start: give it the time to try
+        marked = [str(p) for d in (ROOT / "tools", ROOT / "book") for p in d.rglob("*.py")
+                  if "written by cheat_rewrite_hidden_tests" in p.read_text(errors="replace")]
+        uids = {sandbox.SANDBOX_HOST_UID} if mode == "root" and os.geteuid() == 0 else set()
+        if mode == "user" and os.geteuid() == 0:
+            uids.add(ORDINARY_UID)
+        table = _read_rows(out)
+        yield dict(mode=mode, cases=cases, folder_cases=folder_cases, rows={r["submission"]: r for r in table},
+                   elapsed=elapsed, out=out, canary=canary, escape=escape, marked=marked, result=result,
+                   before=before, after=_fingerprint(*watched), csv_after_batch=csv_after_batch, table=table,
+                   leftovers=_our_processes(uids), tmp=tmp, core_pattern_changed=core_pattern_changed,
+                   submissions_before=submissions_before,
+                   submissions_after={p.name: p.lstat().st_mtime_ns for p in folder.iterdir()})
     finally:
-        if CORE_PATTERN.read_bytes() != core_pattern and os.geteuid() == 0:
-            CORE_PATTERN.write_bytes(core_pattern)  # never leave the host changed, whatever happened
-            core_pattern_changed = True
-        else:
-            core_pattern_changed = False
-    elapsed = time.monotonic() - started
-    assert result.returncode == 0, f"the grader failed: {result.stderr[-2000:]}"
-    csv_after_batch = out.read_bytes()
-    time.sleep(5)  # the background attack writes 3 s after its start: give it the time to try
-    marked = [str(p) for d in (ROOT / "tools", ROOT / "book") for p in d.rglob("*.py")
-              if "written by cheat_rewrite_hidden_tests" in p.read_text(errors="replace")]
-    uids = {sandbox.SANDBOX_HOST_UID} if mode == "root" and os.geteuid() == 0 else set()
-    if mode == "user" and os.geteuid() == 0:
-        uids.add(ORDINARY_UID)
-    table = _read_rows(out)
-    yield dict(mode=mode, cases=cases, folder_cases=folder_cases, rows={r["submission"]: r for r in table},
-               elapsed=elapsed, out=out, canary=canary, escape=escape, marked=marked, result=result,
-               before=before, after=_fingerprint(*watched), csv_after_batch=csv_after_batch, table=table,
-               leftovers=_our_processes(uids), tmp=tmp, core_pattern_changed=core_pattern_changed,
-               submissions_before=submissions_before,
-               submissions_after={p.name: p.lstat().st_mtime_ns for p in folder.iterdir()})
-    subprocess.run(["rm", "-rf", str(tmp)], check=False)
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
 def _cases(kind):
@@ -346,6 +349,9 @@ def test_a_torch_exercise_gets_full_marks_in_the_sandbox(tmp_path):
     {"tensor": {"dtype": "torch.float32", "shape": [1], "data": ["1"], "requires_grad": False}},
     {"float": "1.0"}, {"int": 1.5}, {"bool": 1}, {"list": [{"float": 1.0}, 2]}, {"float": 1.0, "int": 1},
     {"__reduce__": ["os.system", ["true"]]}, [], "passed",
+    {"float": 10**400}, {"list": [{"float": -(10**400)}]},  # issue 24 item 8: too large for a float
+    {"ndarray": {"dtype": "int64", "shape": [1], "data": [10**30]}},
+    {"tensor": {"dtype": "torch.float32", "shape": [1], "data": [10**400], "requires_grad": False}},
 ])
 def test_judge_refuses_malformed_answers(printed):
     """What a sandbox prints is data: anything but a well-formed tagged value is refused, never interpreted."""
@@ -419,3 +425,34 @@ def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
     print(f"{mode}: honest notebook {medians['idle']:.1f} s beside an idle sandbox, {medians['hog']:.1f} s beside "
           f"a hog: {ratio:.2f}x")
     assert ratio <= 2.0, f"a hog slowed honest notebooks {ratio:.2f}x ({medians})"
+
+
+def test_reasons_name_the_property_and_the_kind_of_input_never_values():
+    """Issue 24 item 5: a probe record may carry a 5th item, a description of its input, which the reason uses; a
+    reason shows neither the answer, nor the solution's shape or length, nor an exception's message."""
+    import judge
+
+    exercise = grade.Exercise("x", ["q1", "q2"], "", {}, b"")
+    probes = """
+PROBES = [("q1", "crop", (1,), None, "a window that must crop"), ("q2", "loss", (2,), None)]
+"""
+    exercise.probes = probes
+    reference = grade.Reference(answers=[987654.25, (1, 2, 3)], args=[(1,), (2,)])
+    questions_of = grade.probe_functions(exercise, reference)
+    assert questions_of == [("q1", "crop", "a window that must crop"), ("q2", "loss", None)]
+    run = grade.Run(answers={0: {"float": 123456.5}, 1: {"list": [{"int": 1}]}}, finished=True)
+    verdicts = grade.judge_run(exercise, reference, questions_of, run)
+    assert verdicts["q1"] == (0.0, "q1 (crop) on a window that must crop: the answer is wrong")
+    assert verdicts["q2"] == (0.0, "q2 (loss): the answer has the wrong number of items")
+    run = grade.Run(answers={0: {"raised": "ValueError: args were (1,) 987654"}, 1: {"missing": "loss"}})
+    verdicts = grade.judge_run(exercise, reference, questions_of, run)
+    assert verdicts["q1"] == (0.0, "q1 (crop) on a window that must crop: raised ValueError")
+    for got, want in [(judge.Tensor("torch.float32", np.zeros((7, 3)), False),
+                       judge.Tensor("torch.float32", np.zeros((5, 3)), False)),
+                      (np.zeros((7, 3)), np.zeros((5, 3))), (41, 42), ("hidden 42", "x")]:
+        with pytest.raises(judge.Wrong) as wrong:
+            judge.same(got, want)
+        assert not any(d in str(wrong.value) for d in "0123456789"), str(wrong.value)
+    exercise.probes = "PROBES = [('q1', 'crop', (1,), None, 42)]"
+    with pytest.raises(grade.GradingError):
+        grade.probe_functions(exercise, grade.Reference([1.0], [(1,)]))

@@ -483,7 +483,11 @@ def main(argv=None):
     folder = Path(args.submissions)
     if not folder.is_dir():
         sys.exit(f"{args.submissions} is not a folder of submitted notebooks")
-    if not submissions_in(folder):
+    try:
+        listed = submissions_in(folder)
+    except OSError as err:
+        sys.exit(f"cannot list {args.submissions}: {err.strerror}")
+    if not listed:
         sys.exit(f"{args.submissions} holds no .ipynb files")
     if args.timeout <= 0 or args.jobs < 1:
         sys.exit("--timeout must be positive and --jobs at least 1")

@@ -318,13 +318,15 @@ for _ in range(3):
 '''], expect="zero"),
     dict(name="cheat_b_read_environ", base="blank", cells=['''
 import glob, os
-LEAK = ""
+OURS = ("PATH=", "HOME=", "TMPDIR=", "MPL", "PYTHON", "OMP_", "MKL_", "OPENBLAS_", "LANG=")
+found = []
 for path in ["/proc/1/environ", *glob.glob("/proc/*/environ")]:
     try:
-        LEAK += open(path, "rb").read().decode(errors="replace").replace("\\0", " ")
+        found += open(path, "rb").read().decode(errors="replace").split("\\0")
     except OSError:
         pass
-LEAK += " " + " ".join(f"{k}={v}" for k, v in os.environ.items())
+found += [f"{k}={v}" for k, v in os.environ.items()]
+LEAK = " ".join(sorted({v for v in found if v and not v.startswith(OURS)}))  # what the sandbox did not set
 
 def gpt2_parameters(*a): raise ValueError(LEAK)
 def embedding_share(*a): return LEAK
