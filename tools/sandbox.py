@@ -378,9 +378,14 @@ def run(argv, grading_dir, output_dir, timeout, memory_bytes=MEMORY_BYTES, max_p
                 os.setresuid(user[0], user[0], user[0])
 
         started = time.monotonic()
-        with open(stdout, "wb") as out, open(stderr, "wb") as err:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=in_child,
-                                    start_new_session=True, close_fds=True, pass_fds=fds, env=BWRAP_ENV)
+        try:
+            with open(stdout, "wb") as out, open(stderr, "wb") as err:
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=in_child,
+                                        start_new_session=True, close_fds=True, pass_fds=fds, env=BWRAP_ENV)
+        except BaseException:
+            cgroup.close()
+            _remove_staging(staging)
+            raise
     finally:
         for fd in fds:
             os.close(fd)
@@ -411,7 +416,9 @@ def check_available():
     if not bwrap_path():
         raise SandboxUnavailable(INSTALL_HINT)
     with tempfile.TemporaryDirectory() as tmp:
-        outcome = run(["/bin/true"], tmp, tmp, timeout=30)
+        os.chmod(tmp, 0o755)
+        # the course's own Python, so that one the sandbox cannot reach is reported here, before any notebook
+        outcome = run([str(Path(sys.prefix) / "bin" / "python"), "-I", "-c", "pass"], tmp, tmp, timeout=60)
         if outcome.returncode != 0:
             message = outcome.stderr.read_text(errors="replace").strip().splitlines()
             raise SandboxUnavailable(f"bwrap cannot create a sandbox here: {(message or ['no message'])[-1]}")
