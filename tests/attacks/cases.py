@@ -342,10 +342,35 @@ os.write(2, leak.replace(b"\\0", b" ") + b"\\n")
 os._exit(3)
 '''], expect="zero", status="error"),
     dict(name="cheat_c_ptrace_and_spinners", base="blank", at=1, cells=['''
-import ctypes, os
+import ctypes, os, platform, sys
 libc = ctypes.CDLL(None, use_errno=True)
-if libc.ptrace(16, 1, 0, 0) == 0:  # PTRACE_ATTACH to pid 1: then its parent-death signal could be cleared
-    open("/tmp/ptrace-worked", "w").write("yes")
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+names = "r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags rsp ss fs_base gs_base ds es fs gs"
+class Regs(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_ulonglong) for n in names.split()]
+def clear_pdeathsig(pid):
+    if libc.ptrace(16, pid, None, None) != 0:
+        return f"attach: errno {ctypes.get_errno()}"
+    os.waitpid(pid, 0x40000000)  # __WALL
+    regs = Regs()
+    libc.ptrace(12, pid, None, ctypes.byref(regs))
+    saved = Regs.from_buffer_copy(regs)
+    word = libc.ptrace(1, pid, ctypes.c_void_p(regs.rip), None) & 0xFFFFFFFFFFFFFFFF
+    libc.ptrace(4, pid, ctypes.c_void_p(regs.rip), ctypes.c_void_p((word & ~0xFFFF) | 0x050F))
+    regs.rax, regs.rdi, regs.rsi, regs.orig_rax = 157, 1, 0, 0xFFFFFFFFFFFFFFFF
+    libc.ptrace(13, pid, None, ctypes.byref(regs))
+    libc.ptrace(9, pid, None, None)
+    os.waitpid(pid, 0x40000000)
+    libc.ptrace(12, pid, None, ctypes.byref(regs))
+    result = regs.rax
+    libc.ptrace(4, pid, ctypes.c_void_p(saved.rip), ctypes.c_void_p(word))
+    libc.ptrace(13, pid, None, ctypes.byref(saved))
+    libc.ptrace(17, pid, None, None)
+    return f"prctl returned {result}"
+
+if platform.machine() == "x86_64":  # ptrace pid 1 and clear its parent-death signal, as in issue 24
+    clear_pdeathsig(1)
 for _ in range(100):
     try:
         if os.fork() == 0:
