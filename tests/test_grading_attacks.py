@@ -439,7 +439,8 @@ PROBES = [("q1", "crop", (1,), None, "a window that must crop"), ("q2", "loss", 
     exercise.probes = probes
     reference = grade.Reference(answers=[987654.25, (1, 2, 3)], args=[(1,), (2,)])
     questions_of = grade.probe_functions(exercise, reference)
-    assert questions_of == [("q1", "crop", "a window that must crop"), ("q2", "loss", None)]
+    assert questions_of == [("q1", "crop"), ("q2", "loss")]  # unpacks as (question, function)
+    assert [p.what for p in questions_of] == ["a window that must crop", None]
     run = grade.Run(answers={0: {"float": 123456.5}, 1: {"list": [{"int": 1}]}}, finished=True)
     verdicts = grade.judge_run(exercise, reference, questions_of, run)
     assert verdicts["q1"] == (0.0, "q1 (crop) on a window that must crop: the answer is wrong")

@@ -59,6 +59,7 @@ MAX_OUTPUT = 32 * 2**20  # bytes of answers read from one sandbox
 MAX_NOTEBOOK = 32 * 2**20  # bytes of a submitted notebook
 MAX_CELL = 2000  # characters in one CSV cell (Python's csv reader accepts 131,072)
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+MAX_REASON = 280  # characters of the reason for one question
 COLUMNS_AFTER = ["total", "possible", "status", "reason", "warnings", "seconds"]
 
 
@@ -193,12 +194,21 @@ def reference_from_run(exercise, run):
     return Reference(answers, args)
 
 
+class Probe(tuple):
+    """`(question, function)` of one probe, with `.what`, the master's description of its input or None."""
+
+    def __new__(cls, question, function, what=None):
+        self = super().__new__(cls, (question, function))
+        self.what = what
+        return self
+
+
 def judge_run(exercise, reference, questions_of, run):
     """{question: (score, reason or None)} for one run, decided here from its printed answers.
 
-    `questions_of[i]` is `(question, function, what)` for probe i (see `probe_functions`): `what`, when the
-    master gives it, says what kind of input the probe is ("a window that must crop"), and a reason about that
-    probe names it; the input itself never appears in a reason."""
+    `questions_of[i]` is the `Probe` `(question, function)` of probe i (see `probe_functions`); its `.what`, when
+    the master gives it, says what kind of input the probe is ("a window that must crop"), and a reason about
+    that probe names it; the input itself never appears in a reason."""
     out = {}
     for q in exercise.questions:
         indices = [i for i, record in enumerate(questions_of) if record[0] == q]
@@ -231,13 +241,13 @@ def judge_run(exercise, reference, questions_of, run):
                     judge.same(g, w)
             out[q] = (1.0, None)
         except judge.Wrong as wrong:
-            out[q] = (0.0, judge.one_line(f"{q} ({function}){at}: {wrong}", 300))
+            out[q] = (0.0, judge.one_line(f"{q} ({function}){at}: {wrong}", MAX_REASON))
     return out
 
 
-def _on(record):
-    """' on a window that must crop' for a probe record whose master describes its input, else ''."""
-    what = record[2] if len(record) > 2 else None
+def _on(probe):
+    """' on a window that must crop' for a probe whose master describes its input, else ''."""
+    what = getattr(probe, "what", None)
     return f" on {what}" if what else ""
 
 
@@ -443,7 +453,7 @@ def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, 
 
 
 def probe_functions(exercise, reference):
-    """[(question, function, what)] of each probe, read from probes.py by running it here (trusted code).
+    """[Probe(question, function, what)] of each probe, read from probes.py by running it here (trusted code).
 
     PROBES, the list that probes.py builds (its prelude is written by tools/make_exercises.py), holds one
     record per hidden call, in order: `(question, function, args, driver)` or
@@ -460,7 +470,7 @@ def probe_functions(exercise, reference):
         what = record[4] if len(record) == 5 else None
         if what is not None and not isinstance(what, str):
             raise GradingError(f"{exercise.name}: the description of a probe of {record[0]} is not text")
-        listed.append((record[0], record[1], judge.one_line(what, 80) if what else None))
+        listed.append(Probe(record[0], record[1], judge.one_line(what, 80) if what else None))
     if len(listed) != len(reference.answers):
         raise GradingError(f"{exercise.name}: the solution answered {len(reference.answers)} probes of {len(listed)}")
     return listed
