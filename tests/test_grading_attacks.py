@@ -278,6 +278,7 @@ def test_no_command_runs_on_the_host(batch):
 def test_no_secret_of_the_grader_reaches_the_csv(batch):
     """Attack B: /proc/1/environ and every environment the sandbox sees hold nothing of the grader's."""
     assert SECRET.encode() not in batch["out"].read_bytes()
+    assert SECRET.encode() not in grade.details_path(batch["out"]).read_bytes()
     assert SECRET not in batch["result"].stdout + batch["result"].stderr
 
 
@@ -312,6 +313,13 @@ def test_reasons_never_show_hidden_inputs(batch, case):
     row = batch["rows"][f"{case['name']}.ipynb"]
     shown = " ".join(str(v) for v in row.values())
     assert case["absent"] not in shown, f"{case['name']}: the row shows {case['absent']!r}: {shown[:300]}"
+
+
+def test_the_instructor_keeps_the_messages(batch):
+    """Item 5: what raised, message and all, is in the instructor's file beside the CSV, never in the CSV."""
+    details = list(csv.reader(grade.details_path(batch["out"]).read_text(encoding="utf-8").splitlines()))
+    assert ["careless_raising.ipynb", "q6", "raised ValueError: not done yet"] in details
+    assert any(row[0] == "honest_raising_cell.ipynb" and "ZeroDivisionError" in row[2] for row in details)
 
 
 def test_grade_command_explains_bad_input(tmp_path):

@@ -28,7 +28,8 @@ line of printable text (a name that is not UTF-8 is written with escapes), at mo
 characters, and a cell that a spreadsheet would run as a formula (starting with =, +, -, @, a tab or
 a carriage return) is prefixed with a quote (OWASP's rule against CSV injection). Reasons and
 warnings, which go back to learners, never show the hidden inputs, nor anything the submission
-printed or raised that could carry them: exception types, not their messages.
+printed or raised that could carry them: exception types, not their messages. The messages go
+to a second file for the instructor only, beside the CSV (grades.csv -> grades.details.csv).
 """
 from __future__ import annotations
 
@@ -245,6 +246,23 @@ def judge_run(exercise, reference, questions_of, run):
     return out
 
 
+def details_of(exercise, questions_of, run):
+    """[(question or "cell N", message)]: what the learner's code raised, for the instructor only (the details
+    file), since a message may carry the hidden inputs."""
+    out = [(f"cell {judge.one_line(e.get('cell'), 10)}", judge.one_line(e.get("error"), 300)) for e in run.cell_errors]
+    for q in exercise.questions:
+        for i, probe in enumerate(questions_of):
+            if probe[0] == q and i in run.answers:
+                try:
+                    value = judge.decode(run.answers[i])
+                except (judge.Malformed, RecursionError, TypeError, ValueError):
+                    continue
+                if isinstance(value, judge.Raised):
+                    out.append((q, f"raised {value.message}"))
+                    break
+    return out
+
+
 def _on(probe):
     """' on a window that must crop' for a probe whose master describes its input, else ''."""
     what = getattr(probe, "what", None)
@@ -361,6 +379,7 @@ def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOU
         row.update(status="error", reason=f"could not be graded: {run.crashed}; every question scored 0")
         return row
     verdicts = judge_run(exercise, reference, questions_of, run)
+    row["details"] = details_of(exercise, questions_of, run)
     row.update({q: score for q, (score, _) in verdicts.items()})
     row["total"] = sum(score for score, _ in verdicts.values())
     reasons = [reason for _, reason in verdicts.values() if reason]
@@ -393,12 +412,25 @@ class CsvOut:
 
     def finish(self, rows):
         self.file.close()
+        rows = sorted(rows, key=lambda r: r["submission"])
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, self.columns, extrasaction="ignore")
             writer.writeheader()
-            writer.writerows(self._clean(r) for r in sorted(rows, key=lambda r: r["submission"]))
+            writer.writerows(self._clean(r) for r in rows)
         os.replace(tmp, self.path)
+        with open(details_path(self.path), "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["submission", "where", "detail"])
+            for row in rows:
+                for where, detail in row.get("details", []):
+                    writer.writerow([csv_cell(row["submission"]), csv_cell(where), csv_cell(detail)])
+
+
+def details_path(out_csv):
+    """The instructor-only file beside the CSV: grades.csv -> grades.details.csv."""
+    out_csv = Path(out_csv)
+    return out_csv.with_name(f"{out_csv.stem}.details{out_csv.suffix or '.csv'}")
 
 
 def submissions_in(folder):
@@ -508,7 +540,8 @@ def main(argv=None):
         sys.exit(f"cannot grade: {err}")
     problems = sum(r["status"] != "graded" for r in rows)
     print(f"wrote {args.out}: {len(rows)} submissions in {time.monotonic() - started:.0f} s"
-          f"{f', {problems} could not be graded fully (see the reason column)' if problems else ''}")
+          f"{f', {problems} could not be graded fully (see the reason column)' if problems else ''}; "
+          f"for the instructor only, the messages of what raised: {details_path(args.out)}")
 
 
 if __name__ == "__main__":
