@@ -35,6 +35,7 @@ import errno
 import hashlib
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -462,6 +463,12 @@ PROBES = [("q1", "crop", (1,), None, "a window that must crop"), ("q2", "loss", 
         with pytest.raises(judge.Wrong) as wrong:
             judge.same(got, want)
         assert not any(d in str(wrong.value) for d in "0123456789"), str(wrong.value)
+    for message, shown in [("OSError: [Errno 28] No space left on device: '/dev/shm/x'",
+                            "raised OSError (No space left on device)"),
+                           ("OSError: [Errno 28] inputs (5, 7)", "raised OSError"),
+                           ("KeyError: 'hidden 42'", "raised KeyError"), ("not a type: 42", "raised an exception")]:
+        with pytest.raises(judge.Wrong, match=r"^" + re.escape(shown) + "$"):
+            judge.same(judge.Raised(message), 1.0)
     exercise.probes = "PROBES = [('q1', 'crop', (1,), None, 42)]"
     with pytest.raises(grade.GradingError):
         grade.probe_functions(exercise, grade.Reference([1.0], [(1,)]))

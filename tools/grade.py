@@ -370,9 +370,8 @@ def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOU
     if run.cell_errors:
         first = run.cell_errors[0]
         more = f" (and {len(run.cell_errors) - 1} more)" if len(run.cell_errors) > 1 else ""
-        error = judge.one_line(first.get("error"), 160).split(":", 1)[0]  # the type only: a message may carry
-        error = error if error.isidentifier() else "an exception"  # the hidden inputs (read in /grading)
-        warnings.append(f"cell {judge.one_line(first.get('cell'), 10)} raised {error}{more}")
+        error = judge.error_kind(judge.one_line(first.get("error"), 300))  # not the message: it may carry the
+        warnings.append(f"cell {judge.one_line(first.get('cell'), 10)} raised {error}{more}")  # hidden inputs
     row["warnings"] = "; ".join(w for w in warnings if w)
     row["seconds"] = round(run.seconds, 1)
     if run.crashed:

@@ -17,6 +17,8 @@ shape or length, nor an exception's message. `Raised.message` keeps the message 
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,17 +161,26 @@ def _close(got, want, dtype_name):
     return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
 
 
-def _raised_type(message):
-    """The exception's type name from a Raised message ('ValueError: ...' -> 'ValueError')."""
-    name = message.split(":", 1)[0].strip()
-    return name if name.isidentifier() and len(name) <= 60 else "an exception"
+def error_kind(message):
+    """What an exception's one-line message may show a learner: its type ('ValueError: ...' -> 'ValueError'), and
+    for an OSError the system's own text of its errno ('OSError (No space left on device)'), nothing else."""
+    name, _, rest = str(message).partition(":")
+    name = name.strip()
+    if not (name.isidentifier() and len(name) <= 60):
+        return "an exception"
+    found = re.match(r"\s*\[Errno (\d{1,4})\] ", rest)
+    if found:
+        text = os.strerror(int(found.group(1)))
+        if rest[found.end():].startswith(text):
+            return f"{name} ({text})"
+    return name
 
 
 def same(got, want, what="the answer"):
     """Raise Wrong unless `got` has exactly the type, shape and (within tolerance) the values of `want`. The
     reason names what differs (type, dtype, shape, count, values), never a value or a shape itself."""
     if isinstance(got, Raised):
-        raise Wrong(f"raised {_raised_type(got.message)}")
+        raise Wrong(f"raised {error_kind(got.message)}")
     if isinstance(got, Missing):
         raise Wrong(f"no function named {got.function}")
     if type(want) is tuple and type(got) is list:  # "a pair" may be written either way

@@ -406,10 +406,11 @@ for path in ("/x", "/dev/x", "/usr/x", "/grading/x", "/proc/sys/kernel/core_patt
 if wrote:  # a place outside /tmp and /dev/shm was writable: lose a point
     def longest_context(*a):
         return -1
-with open("/dev/shm/fill", "wb") as f:
-    for _ in range(512):  # 512 MiB into a /dev/shm of 64 MiB
-        f.write(b"x" * 2**20)
-'''], expect="full", warning="raised OSError"),
+for i in range(8):  # 8 files of 40 MiB (each under the 64 MiB a file may have) into a /dev/shm of 64 MiB
+    with open(f"/dev/shm/fill{i}", "wb") as f:
+        for _ in range(40):
+            f.write(b"x" * 2**20)
+'''], expect="full", warning="raised OSError (No space left on device)"),
     dict(name="cheat_8_overflowing_numbers", base="blank", cells=[JUNK, '''
 import json, os
 lines = "".join(json.dumps({"probe": i, "question": "q1", "answer": {"float": 10**400}}) + "\\n"
