@@ -225,15 +225,17 @@ class _Cgroup:
 
     def close(self):
         self.kill_all()
-        for d in self.dirs:
-            for _ in range(50):
+        for d in self.dirs:  # the kernel may take a moment to release an emptied cgroup, longer under load
+            delay = 0.01
+            for _ in range(60):
                 try:
                     d.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.02)
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.5)
 
 
 def _own_cgroup(controller):
