@@ -13,31 +13,54 @@ rewrites the CSV after the batch; the network). Promises: no cheat scores above 
 honest notebook gets full marks, the batch ends within its time limit with one row per
 notebook, nothing outside the sandboxes changes, and no process is left behind.
 
+Issue 24 adds the attacks of a hostile student on the instructor's machine, and the batch runs twice,
+as root and as an ordinary user (tests/attacks/as_user.py; run by an ordinary user, only as that user),
+each time through `tools/grade.py`'s command line with a secret planted in its environment. Held
+means: no command ran on the host (the core_pattern attack's marker file is absent and
+/proc/sys/kernel/core_pattern is unchanged, restored if not), the secret is nowhere in the CSV or the
+terminal output, the batch ends with a row per folder entry (FIFO, links, names not in UTF-8, names
+a spreadsheet would run, control characters), the CSV reads with `csv`'s default field limit, no
+process is left (none of the sandbox's host uid, none of the spinners), no reason shows a hidden
+input, and the seccomp filter refuses what it lists. Beside a CPU hog, honest notebooks get full
+marks and take at most twice as long as beside an idle neighbour, measured in the same run.
+
 Needs Debian's bubblewrap: skipped with a message on a machine without it, failed under CI.
 """
 from __future__ import annotations
 
 import copy
 import csv
+import ctypes
+import errno
 import hashlib
 import math
 import os
+import re
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-from attacks.cases import CASES  # tests/attacks/, on the path pytest gives the tests
+from attacks.as_user import ORDINARY_UID, give_to_ordinary_user, run_grader  # tests/attacks/, on pytest's path
+from attacks.cases import CASES
 from tools import grade, sandbox
 
 EXERCISE = "09_recap_quiz"
 TIMEOUT = 12  # seconds per submission in this batch; a solved notebook of exercise 9 needs about 1
 JOBS = 2
 MARKER = "attack-suite-background-marker"
+SPINNER = "attack-suite-spinner-marker"
+SECRET = "planted-secret-4f1c9a"
+CORE_PATTERN = Path("/proc/sys/kernel/core_pattern")
+MODES = ["root", "user"]
 
 
 def _unavailable(message):
@@ -57,14 +80,15 @@ def _fingerprint(*folders, skip=()):
     return out
 
 
-def _our_processes():
-    """Processes whose command line carries the background attack's marker."""
+def _our_processes(uids=()):
+    """Processes whose command line carries an attack's marker, or that run as one of `uids`."""
     found = []
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
-                if MARKER.encode() in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
+                cmdline = (proc / "cmdline").read_bytes()
+                if MARKER.encode() in cmdline or SPINNER.encode() in cmdline or proc.stat().st_uid in uids:
+                    found.append(f"{proc.name} {cmdline[:80]!r}")
             except OSError:
                 pass
     return found
@@ -92,39 +116,98 @@ def _notebooks(folder, paths):
             nb.cells[at:at] = cells
             if case.get("drop_metadata"):
                 nb.metadata.pop("otter", None)
+            if case.get("assignment_name"):
+                nb.metadata.otter.assignment_name = case["assignment_name"]
             nbformat.write(nb, target)
         cases[target.name] = case
     return cases
 
 
-@pytest.fixture(scope="module")
-def batch(tmp_path_factory):
+def _folder_attacks(folder):
+    """The attacks on the folder itself (D1 to D4 and names): {file name as the CSV shows it: what it must get}."""
+    solved = (folder / "honest_solved.ipynb").read_bytes()
+    os.mkfifo(folder / "d1_fifo.ipynb")
+    os.symlink("/dev/zero", folder / "d2_link_to_dev_zero.ipynb")
+    os.symlink("honest_solved.ipynb", folder / "d4_link_to_alice.ipynb")
+    os.link(folder / "honest_solved.ipynb", folder / "d4_hard_link_to_alice.ipynb")
+    names = {b"d3_caf\xe9_not_utf8.ipynb": "d3_caf\\xe9_not_utf8.ipynb",
+             b'=HYPERLINK("evil")_solved.ipynb': "'=HYPERLINK(\"evil\")_solved.ipynb",
+             b"-2+3_solved.ipynb": "'-2+3_solved.ipynb",
+             b"\tat_tab_solved.ipynb": "\\tat_tab_solved.ipynb",
+             b"esc\x1b[31m_red_solved.ipynb": "esc\\x1b[31m_red_solved.ipynb"}
+    for raw in names:
+        Path(os.fsdecode(os.path.join(os.fsencode(folder), raw))).write_bytes(solved)
+    expected = {"d1_fifo.ipynb": "a FIFO", "d2_link_to_dev_zero.ipynb": "a symbolic link",
+                "d4_link_to_alice.ipynb": "a symbolic link", "d4_hard_link_to_alice.ipynb": "full"}
+    expected.update({shown: "full" for shown in names.values()})
+    return expected
+
+
+def _read_rows(out):
+    """The CSV's rows by submission, numbers as floats; read with csv's default field limit."""
+    with open(out, newline="", encoding="utf-8") as f:
+        table = list(csv.DictReader(f))
+    for row in table:
+        for key, value in row.items():
+            if key not in ("submission", "status", "reason", "warnings"):
+                row[key] = float(value)
+    return table
+
+
+@pytest.fixture(scope="module", params=MODES)
+def batch(request):
+    mode = request.param
+    if mode == "root" and os.geteuid() != 0:
+        pytest.skip("the suite runs as an ordinary user: the root batch needs root")
     if not sandbox.bwrap_path():
         _unavailable(sandbox.INSTALL_HINT)
     try:
         sandbox.check_available()
     except sandbox.SandboxUnavailable as err:
         _unavailable(str(err))
-    tmp = tmp_path_factory.mktemp("attacks")
-    folder, out, canary = tmp / "submissions", tmp / "results" / "grades.csv", tmp / "canary"
+    tmp = Path(tempfile.mkdtemp(prefix=f"attacks-{mode}-"))
+    tmp.chmod(0o755)
+    folder, out, canary, escape = tmp / "submissions", tmp / "results" / "grades.csv", tmp / "canary", tmp / "escape"
     folder.mkdir()
-    cases = _notebooks(folder, {"ROOT": ROOT, "SUBMISSIONS": folder, "OUT": out, "CANARY": canary})
-    # hashed before and after: what no one else edits while the suite runs (the attacks also aim at tools/ and
-    # book/, which other work may change meanwhile: those are searched for the attack's mark instead)
-    watched = [ROOT / "solutions", ROOT / "autograder", ROOT / "exercises", folder]
+    out.parent.mkdir()
+    cases = _notebooks(folder, {"ROOT": ROOT, "SUBMISSIONS": folder, "OUT": out, "CANARY": canary, "ESCAPE": escape})
+    folder_cases = _folder_attacks(folder)
+    if mode == "user":
+        give_to_ordinary_user(folder, out.parent)
+    watched = [ROOT / "solutions", ROOT / "autograder", ROOT / "exercises"]
     before = _fingerprint(*watched)
-    started = time.monotonic()
-    rows = grade.grade_folder(ROOT / "autograder" / f"{EXERCISE}.zip", folder, out, timeout=TIMEOUT, jobs=JOBS,
-                              report=None)
-    elapsed = time.monotonic() - started
-    csv_after_batch = out.read_bytes()
-    time.sleep(5)  # the background attack writes 3 s after its start: give it the time to try
-    marked = [str(p) for d in (ROOT / "tools", ROOT / "book") for p in d.rglob("*.py")
-              if "written by cheat_rewrite_hidden_tests" in p.read_text(errors="replace")]
-    return dict(cases=cases, rows={r["submission"]: r for r in rows}, elapsed=elapsed, out=out, canary=canary,
-                marked=marked,
-                before=before, after=_fingerprint(*watched), csv_after_batch=csv_after_batch,
-                table=list(csv.DictReader(open(out))), leftovers=_our_processes(), tmp=tmp)
+    submissions_before = {p.name: p.lstat().st_mtime_ns for p in folder.iterdir()}
+    core_pattern = CORE_PATTERN.read_bytes()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GRADER_TOKEN": SECRET, "HOME": str(tmp),
+           "CI_SECRET": SECRET}
+    try:
+        started = time.monotonic()
+        try:
+            result = run_grader([EXERCISE, folder, out, "--timeout", TIMEOUT, "--jobs", JOBS], mode, env, timeout=900)
+        finally:
+            if CORE_PATTERN.read_bytes() != core_pattern and os.geteuid() == 0:
+                CORE_PATTERN.write_bytes(core_pattern)  # never leave the host changed, whatever happened
+                core_pattern_changed = True
+            else:
+                core_pattern_changed = False
+        elapsed = time.monotonic() - started
+        assert result.returncode == 0, f"the grader failed: {result.stderr[-2000:]}"
+        csv_after_batch = out.read_bytes()
+        time.sleep(5)  # the background attack writes 3 s after its start: give it the time to try
+        marked = [str(p) for d in (ROOT / "tools", ROOT / "book") for p in d.rglob("*.py")
+                  if "written by cheat_rewrite_hidden_tests" in p.read_text(errors="replace")]
+        uids = {sandbox.SANDBOX_HOST_UID} if mode == "root" and os.geteuid() == 0 else set()
+        if mode == "user" and os.geteuid() == 0:
+            uids.add(ORDINARY_UID)
+        table = _read_rows(out)
+        yield dict(mode=mode, cases=cases, folder_cases=folder_cases, rows={r["submission"]: r for r in table},
+                   elapsed=elapsed, out=out, canary=canary, escape=escape, marked=marked, result=result,
+                   before=before, after=_fingerprint(*watched), csv_after_batch=csv_after_batch, table=table,
+                   leftovers=_our_processes(uids), tmp=tmp, core_pattern_changed=core_pattern_changed,
+                   submissions_before=submissions_before,
+                   submissions_after={p.name: p.lstat().st_mtime_ns for p in folder.iterdir()})
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
 def _cases(kind):
@@ -158,28 +241,83 @@ def test_each_row_is_what_the_case_expects(batch, case):
 
 
 def test_batch_finishes_within_its_time_limit_with_one_row_each(batch):
-    names = sorted(batch["cases"])
-    assert [r["submission"] for r in batch["table"]] == names, "the CSV does not hold one row per notebook"
+    names = sorted([*batch["cases"], *batch["folder_cases"]])
+    assert sorted(r["submission"] for r in batch["table"]) == names, "the CSV does not hold one row per entry"
     limit = TIMEOUT * math.ceil(len(names) / JOBS) + 120  # every notebook at its limit, plus the solution's run
     assert batch["elapsed"] < limit, f"the batch took {batch['elapsed']:.0f} s (limit {limit} s)"
     slow = {n: r["seconds"] for n, r in batch["rows"].items() if r["seconds"] > TIMEOUT + 5}
     assert not slow, f"sandboxes outlived their time limit: {slow}"
     hung = [r["submission"] for r in batch["table"] if r["status"] == "timeout"]
-    assert sorted(hung) == ["careless_c_loop.ipynb", "careless_endless_loop.ipynb"]
+    assert sorted(hung) == ["careless_c_loop.ipynb", "careless_endless_loop.ipynb",
+                            "cheat_c_ptrace_and_spinners.ipynb"]
 
 
 def test_nothing_outside_the_sandbox_changes(batch):
+    assert batch["submissions_before"] == batch["submissions_after"], "a submission changed"
     changed = sorted(set(batch["before"].items()) ^ set(batch["after"].items()))
     assert not changed, f"files changed outside the sandboxes: {[p for p, _ in changed][:5]}"
     assert not batch["marked"], f"the rewrite attack reached {batch['marked']}"
     assert not batch["canary"].exists(), f"a sandbox wrote {batch['canary']}: {batch['canary'].read_text()[:200]}"
     assert batch["out"].read_bytes() == batch["csv_after_batch"], "the CSV changed after the batch ended"
-    strays = [p.name for p in batch["tmp"].rglob("*") if p.is_file() and p.parent == batch["tmp"]]
+    strays = [p.name for p in batch["tmp"].iterdir() if p.name not in ("submissions", "results")]
     assert not strays, f"files appeared beside the submissions: {strays}"
 
 
 def test_no_process_is_left_behind(batch):
-    assert not batch["leftovers"], f"processes of the background attack still run: {batch['leftovers']}"
+    assert not batch["leftovers"], f"processes of the attacks or the sandboxes still run: {batch['leftovers']}"
+
+
+def test_no_command_runs_on_the_host(batch):
+    """Attack A: core_pattern piped to a script in the sandbox, then abort(): the script never runs on the host."""
+    assert not batch["escape"].exists(), f"a command ran on the host: {batch['escape'].read_text()[:200]}"
+    assert not batch["core_pattern_changed"], "a sandbox changed /proc/sys/kernel/core_pattern (restored)"
+
+
+def test_no_secret_of_the_grader_reaches_the_csv(batch):
+    """Attack B: /proc/1/environ and every environment the sandbox sees hold nothing of the grader's."""
+    assert SECRET.encode() not in batch["out"].read_bytes()
+    assert SECRET.encode() not in grade.details_path(batch["out"]).read_bytes()
+    assert SECRET not in batch["result"].stdout + batch["result"].stderr
+
+
+def test_every_cell_is_safe_and_reads_with_the_default_field_limit(batch):
+    text = batch["out"].read_text(encoding="utf-8")
+    for row in csv.reader(text.splitlines()):  # the default field limit, 131,072 characters
+        for cell in row:
+            assert len(cell) <= grade.MAX_CELL
+            assert not cell.startswith(grade.FORMULA_STARTS), f"a spreadsheet would run {cell[:40]!r}"
+            assert all(c.isprintable() for c in cell), f"a control character in {cell[:40]!r}"
+    for line in batch["result"].stdout.splitlines():
+        assert all(c.isprintable() for c in line), f"a control character reached the terminal: {line[:60]!r}"
+
+
+@pytest.mark.parametrize("name", ["d1_fifo.ipynb", "d2_link_to_dev_zero.ipynb", "d4_link_to_alice.ipynb",
+                                  "d4_hard_link_to_alice.ipynb", "d3_caf\\xe9_not_utf8.ipynb",
+                                  "'=HYPERLINK(\"evil\")_solved.ipynb", "'-2+3_solved.ipynb",
+                                  "\\tat_tab_solved.ipynb", "esc\\x1b[31m_red_solved.ipynb"])
+def test_each_folder_entry_gets_its_row(batch, name):
+    """Attacks D1 to D4 and names: a row each; a link or a FIFO is named as such and scores 0, never followed."""
+    expected = batch["folder_cases"][name]
+    row = batch["rows"][name]
+    if expected == "full":
+        assert row["status"] == "graded" and row["total"] == row["possible"] == 6, row["reason"]
+    else:
+        assert row["status"] == "error" and row["total"] == 0 and expected in row["reason"], row["reason"]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "absent" in c], ids=lambda c: c["name"])
+def test_reasons_never_show_hidden_inputs(batch, case):
+    """Attack E2: an exception or an answer made of the hidden inputs never reaches the CSV."""
+    row = batch["rows"][f"{case['name']}.ipynb"]
+    shown = " ".join(str(v) for v in row.values())
+    assert case["absent"] not in shown, f"{case['name']}: the row shows {case['absent']!r}: {shown[:300]}"
+
+
+def test_the_instructor_keeps_the_messages(batch):
+    """Item 5: what raised, message and all, is in the instructor's file beside the CSV, never in the CSV."""
+    details = list(csv.reader(grade.details_path(batch["out"]).read_text(encoding="utf-8").splitlines()))
+    assert ["careless_raising.ipynb", "q6", "raised ValueError: not done yet"] in details
+    assert any(row[0] == "honest_raising_cell.ipynb" and "ZeroDivisionError" in row[2] for row in details)
 
 
 def test_grade_command_explains_bad_input(tmp_path):
@@ -217,6 +355,9 @@ def test_a_torch_exercise_gets_full_marks_in_the_sandbox(tmp_path):
     {"tensor": {"dtype": "torch.float32", "shape": [1], "data": ["1"], "requires_grad": False}},
     {"float": "1.0"}, {"int": 1.5}, {"bool": 1}, {"list": [{"float": 1.0}, 2]}, {"float": 1.0, "int": 1},
     {"__reduce__": ["os.system", ["true"]]}, [], "passed",
+    {"float": 10**400}, {"list": [{"float": -(10**400)}]},  # issue 24 item 8: too large for a float
+    {"ndarray": {"dtype": "int64", "shape": [1], "data": [10**30]}},
+    {"tensor": {"dtype": "torch.float32", "shape": [1], "data": [10**400], "requires_grad": False}},
 ])
 def test_judge_refuses_malformed_answers(printed):
     """What a sandbox prints is data: anything but a well-formed tagged value is refused, never interpreted."""
@@ -240,3 +381,92 @@ def test_judge_wants_the_exact_type():
                       (float("nan"), 1.0), (1.0001, 1.0)]:
         with pytest.raises(judge.Wrong):
             judge.same(got, want)
+
+
+HONEST_WORK = "total = 0\nfor i in range(20_000_000):\n    total += i  # a few seconds of pure Python"
+NEIGHBOURS = {
+    "idle": "import time\ntime.sleep(3600)",
+    "hog": "import os\nfor _ in range(60):\n    if os.fork() == 0:\n        break\nwhile True:\n    pass",
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
+    """Attack G: beside a sandbox of 61 spinning processes, honest notebooks (each with a few seconds of work) take at
+    most twice as long as beside a sandbox that sleeps, measured in the same run (a CPU cgroup as root, the
+    sandbox's own scheduling autogroup and no setsid as an ordinary user)."""
+    if mode == "root" and os.geteuid() != 0:
+        pytest.skip("the suite runs as an ordinary user: the root batch needs root")
+    if not sandbox.bwrap_path():
+        _unavailable(sandbox.INSTALL_HINT)
+    with zipfile.ZipFile(ROOT / "autograder" / f"{EXERCISE}.zip") as z:
+        solved = nbformat.reads(z.read("grading/solution.ipynb").decode(), as_version=4)
+    medians = {}
+    for neighbour, source in NEIGHBOURS.items():
+        tmp = Path(tempfile.mkdtemp(prefix=f"hog-{mode}-"))
+        try:
+            tmp.chmod(0o755)
+            folder, out = tmp / "submissions", tmp / "results" / "grades.csv"
+            folder.mkdir()
+            out.parent.mkdir()
+            nb = copy.deepcopy(solved)
+            nb.cells.insert(1, nbformat.v4.new_code_cell(source))
+            nbformat.write(nb, folder / "a_neighbour.ipynb")  # first: it starts with the first honest one
+            for i in range(3):
+                nb = copy.deepcopy(solved)
+                nb.cells.append(nbformat.v4.new_code_cell(HONEST_WORK))
+                nbformat.write(nb, folder / f"honest_{i}.ipynb")
+            if mode == "user":
+                give_to_ordinary_user(folder, out.parent)
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp)}
+            result = run_grader([EXERCISE, folder, out, "--timeout", 20, "--jobs", 2], mode, env, timeout=600)
+            assert result.returncode == 0, result.stderr[-2000:]
+            rows = {r["submission"]: r for r in _read_rows(out)}
+            honest = [rows[f"honest_{i}.ipynb"] for i in range(3)]
+            for row in honest:
+                assert row["status"] == "graded" and row["total"] == row["possible"] == 6, row["reason"]
+            medians[neighbour] = statistics.median(r["seconds"] for r in honest)
+        finally:
+            subprocess.run(["rm", "-rf", str(tmp)], check=False)
+    ratio = medians["hog"] / medians["idle"]
+    print(f"{mode}: honest notebook {medians['idle']:.1f} s beside an idle sandbox, {medians['hog']:.1f} s beside "
+          f"a hog: {ratio:.2f}x")
+    assert ratio <= 2.0, f"a hog slowed honest notebooks {ratio:.2f}x ({medians})"
+
+
+def test_reasons_name_the_property_and_the_kind_of_input_never_values():
+    """Issue 24 item 5: a probe record may carry a 5th item, a description of its input, which the reason uses; a
+    reason shows neither the answer, nor the solution's shape or length, nor an exception's message."""
+    import judge
+
+    exercise = grade.Exercise("x", ["q1", "q2"], "", {}, b"")
+    probes = """
+PROBES = [("q1", "crop", (1,), None, "a window that must crop"), ("q2", "loss", (2,), None)]
+"""
+    exercise.probes = probes
+    reference = grade.Reference(answers=[987654.25, (1, 2, 3)], args=[(1,), (2,)])
+    questions_of = grade.probe_functions(exercise, reference)
+    assert questions_of == [("q1", "crop"), ("q2", "loss")]  # unpacks as (question, function)
+    assert [p.what for p in questions_of] == ["a window that must crop", None]
+    run = grade.Run(answers={0: {"float": 123456.5}, 1: {"list": [{"int": 1}]}}, finished=True)
+    verdicts = grade.judge_run(exercise, reference, questions_of, run)
+    assert verdicts["q1"] == (0.0, "q1 (crop) on a window that must crop: the answer is wrong")
+    assert verdicts["q2"] == (0.0, "q2 (loss): the answer has the wrong number of items")
+    run = grade.Run(answers={0: {"raised": "ValueError: args were (1,) 987654"}, 1: {"missing": "loss"}})
+    verdicts = grade.judge_run(exercise, reference, questions_of, run)
+    assert verdicts["q1"] == (0.0, "q1 (crop) on a window that must crop: raised ValueError")
+    for got, want in [(judge.Tensor("torch.float32", np.zeros((7, 3)), False),
+                       judge.Tensor("torch.float32", np.zeros((5, 3)), False)),
+                      (np.zeros((7, 3)), np.zeros((5, 3))), (41, 42), ("hidden 42", "x")]:
+        with pytest.raises(judge.Wrong) as wrong:
+            judge.same(got, want)
+        assert not any(d in str(wrong.value) for d in "0123456789"), str(wrong.value)
+    for message, shown in [("OSError: [Errno 28] No space left on device: '/dev/shm/x'",
+                            "raised OSError (No space left on device)"),
+                           ("OSError: [Errno 28] inputs (5, 7)", "raised OSError"),
+                           ("KeyError: 'hidden 42'", "raised KeyError"), ("not a type: 42", "raised an exception")]:
+        with pytest.raises(judge.Wrong, match=r"^" + re.escape(shown) + "$"):
+            judge.same(judge.Raised(message), 1.0)
+    exercise.probes = "PROBES = [('q1', 'crop', (1,), None, 42)]"
+    with pytest.raises(grade.GradingError):
+        grade.probe_functions(exercise, grade.Reference([1.0], [(1,)]))

@@ -19,6 +19,17 @@ rewritten sorted by name at the end); a notebook that raises, loops, exits, or i
 notebook still gets its row, with status `graded`, `timeout` or `error` and a one-line
 reason for every lost point. A notebook that lost its notebook-level otter metadata is
 graded anyway, as the exercise named on the command line, with a warning.
+
+The folder is untrusted too: every entry whose name ends in `.ipynb` gets a row, but only a regular
+file is opened (without following links, without blocking, its type checked again on the open
+descriptor) and read, up to MAX_NOTEBOOK bytes; a link, a FIFO, a device or a folder gets a row
+saying what it is, and the rows of two names of one file (a hard link) each say so. Every cell of the CSV is one
+line of printable text (a name that is not UTF-8 is written with escapes), at most MAX_CELL
+characters, and a cell that a spreadsheet would run as a formula (starting with =, +, -, @, a tab or
+a carriage return) is prefixed with a quote (OWASP's rule against CSV injection). Reasons and
+warnings, which go back to learners, never show the hidden inputs, nor anything the submission
+printed or raised that could carry them: exception types, not their messages. The messages go
+to a second file for the instructor only, beside the CSV (grades.csv -> grades.details.csv).
 """
 from __future__ import annotations
 
@@ -27,6 +38,7 @@ import csv
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -43,6 +55,10 @@ AUTOGRADER = ROOT / "autograder"
 RUNNER = Path(__file__).resolve().parent / "grade_runner.py"
 TIMEOUT = 120  # seconds per submission; a solved notebook takes a few
 MAX_OUTPUT = 32 * 2**20  # bytes of answers read from one sandbox
+MAX_NOTEBOOK = 32 * 2**20  # bytes of a submitted notebook
+MAX_CELL = 2000  # characters in one CSV cell (Python's csv reader accepts 131,072)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+MAX_REASON = 280  # characters of the reason for one question
 COLUMNS_AFTER = ["total", "possible", "status", "reason", "warnings", "seconds"]
 
 
@@ -113,12 +129,10 @@ def run_notebook(exercise, notebook_bytes, timeout, with_args=False):
         run.timed_out = outcome.timed_out
         if not run.finished and not run.timed_out:
             status = outcome.returncode
-            last = outcome.stderr.read_bytes()[-4000:].decode(errors="replace").strip().splitlines()
-            last = [ln for ln in last if ln.strip()]
-            hint = judge.one_line(last[-1], 160) if last else ""
-            hint = "out of memory" if "MemoryError" in hint else hint
-            run.crashed = run.crashed or (f"the grading process ended early (exit status {status})"
-                                          + (f": {hint}" if hint else ""))
+            # what the notebook printed is not shown (it could carry the hidden inputs): only its kind
+            last = outcome.stderr.read_bytes()[-4000:].decode(errors="replace")
+            hint = ": out of memory" if "MemoryError" in last else ""
+            run.crashed = run.crashed or f"the grading process ended early (exit status {status}){hint}"
         return run
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -179,12 +193,26 @@ def reference_from_run(exercise, run):
     return Reference(answers, args)
 
 
+class Probe(tuple):
+    """`(question, function)` of one probe, with `.what`, the master's description of its input or None."""
+
+    def __new__(cls, question, function, what=None):
+        self = super().__new__(cls, (question, function))
+        self.what = what
+        return self
+
+
 def judge_run(exercise, reference, questions_of, run):
-    """{question: (score, reason or None)} for one run, decided here from its printed answers."""
+    """{question: (score, reason or None)} for one run, decided here from its printed answers.
+
+    `questions_of[i]` is the `Probe` `(question, function)` of probe i (see `probe_functions`); its `.what`, when
+    the master gives it, says what kind of input the probe is ("a window that must crop"), and a reason about
+    that probe names it; the input itself never appears in a reason."""
     out = {}
     for q in exercise.questions:
-        indices = [i for i, (question, _) in enumerate(questions_of) if question == q]
+        indices = [i for i, record in enumerate(questions_of) if record[0] == q]
         function = questions_of[indices[0]][1] if indices else "?"
+        at = ""
         try:
             if not indices:
                 raise judge.Wrong("has no hidden test")  # a broken master; never a free point
@@ -195,23 +223,48 @@ def judge_run(exercise, reference, questions_of, run):
                                       else "was never called: the notebook stopped before")
                 try:
                     got.append(judge.decode(run.answers[i]))
-                except (judge.Malformed, RecursionError, TypeError, ValueError):
+                except (judge.Malformed, RecursionError, TypeError, ValueError, OverflowError):
                     raise judge.Wrong("gave an answer the grader cannot read")
             want = [reference.answers[i] for i in indices]
             args = [reference.args[i] for i in indices]
-            for g in got:  # the same message for these whatever the check
+            for i, g in zip(indices, got):  # the same message for these whatever the check
                 if isinstance(g, (judge.Raised, judge.Missing)):
+                    at = _on(questions_of[i])
                     judge.same(g, None)
             check = exercise.checks.get(f"check_{q}")
             if check:
                 check(got, want, args)
             else:
-                for g, w in zip(got, want):
+                for i, g, w in zip(indices, got, want):
+                    at = _on(questions_of[i])
                     judge.same(g, w)
             out[q] = (1.0, None)
         except judge.Wrong as wrong:
-            out[q] = (0.0, f"{q} ({function}): {wrong}")
+            out[q] = (0.0, judge.one_line(f"{q} ({function}){at}: {wrong}", MAX_REASON))
     return out
+
+
+def details_of(exercise, questions_of, run):
+    """[(question or "cell N", message)]: what the learner's code raised, for the instructor only (the details
+    file), since a message may carry the hidden inputs."""
+    out = [(f"cell {judge.one_line(e.get('cell'), 10)}", judge.one_line(e.get("error"), 300)) for e in run.cell_errors]
+    for q in exercise.questions:
+        for i, probe in enumerate(questions_of):
+            if probe[0] == q and i in run.answers:
+                try:
+                    value = judge.decode(run.answers[i])
+                except (judge.Malformed, RecursionError, TypeError, ValueError):
+                    continue
+                if isinstance(value, judge.Raised):
+                    out.append((q, f"raised {value.message}"))
+                    break
+    return out
+
+
+def _on(probe):
+    """' on a window that must crop' for a probe whose master describes its input, else ''."""
+    what = getattr(probe, "what", None)
+    return f" on {what}" if what else ""
 
 
 def _warning_for(exercise, notebook):
@@ -220,38 +273,110 @@ def _warning_for(exercise, notebook):
     if name is None:
         return f"the notebook lost its otter metadata: graded as {exercise.name} (the exercise asked for)"
     if name != exercise.name:
-        return f"the notebook says it is {name!r}, not {exercise.name!r}: graded as {exercise.name}"
+        return (f"the notebook says it is {judge.one_line(repr(name), 60)}, not {exercise.name!r}: "
+                f"graded as {exercise.name}")
     return ""
+
+
+class NotGradable(Exception):
+    """A folder entry that is not a regular file of a readable size; the message says what it is."""
+
+
+KINDS = {stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
+         stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+
+
+def read_submission(path):
+    """The bytes of a submitted file, read without trusting it: `lstat` first, only a regular file is opened
+    (O_NOFOLLOW | O_NONBLOCK, so that neither a link nor a FIFO is followed or waited on), its type and size are
+    checked again on the open descriptor, and at most MAX_NOTEBOOK bytes are read. Raises NotGradable."""
+    try:
+        st = os.lstat(path)
+    except OSError as err:
+        raise NotGradable(f"cannot be examined ({err.strerror})")
+    if not stat.S_ISREG(st.st_mode):
+        kind = KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+        raise NotGradable(f"{kind}, not a regular file: not opened")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as err:
+        raise NotGradable(f"cannot be opened ({err.strerror})")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # replaced between the lstat and the open
+            raise NotGradable("not a regular file: not read")
+        if st.st_size > MAX_NOTEBOOK:
+            raise NotGradable(f"{st.st_size / 2**20:.0f} MiB, more than the {MAX_NOTEBOOK / 2**20:.0f} MiB "
+                              "a notebook may have: not read")
+        chunks, size = [], 0
+        while size <= MAX_NOTEBOOK:
+            chunk = os.read(fd, min(2**20, MAX_NOTEBOOK + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_NOTEBOOK:
+            raise NotGradable(f"more than the {MAX_NOTEBOOK / 2**20:.0f} MiB a notebook may have: not read")
+        return b"".join(chunks)
+    except OSError as err:
+        raise NotGradable(f"cannot be read ({err.strerror})")
+    finally:
+        os.close(fd)
+
+
+def display_name(name):
+    """A file name as printable text: bytes that are not UTF-8 and control characters written as escapes."""
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def csv_cell(value):
+    """A cell as the CSV holds it: one line of printable text, at most MAX_CELL characters, never a formula."""
+    if isinstance(value, (int, float)):
+        return value
+    text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(value))
+    if len(text) > MAX_CELL:
+        text = text[: MAX_CELL - 12] + " [truncated]"
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def empty_row(exercise, name):
+    return {"submission": display_name(name), **{q: 0.0 for q in exercise.questions}, "total": 0.0,
+            "possible": float(len(exercise.questions)), "status": "graded", "reason": "", "warnings": "",
+            "seconds": 0.0}
 
 
 def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOUT):
     """Grade one notebook; return its CSV row as a dict (never raises for anything in the notebook)."""
     submission = Path(submission)
-    row = {"submission": submission.name, **{q: 0.0 for q in exercise.questions}, "total": 0.0,
-           "possible": float(len(exercise.questions)), "status": "graded", "reason": "", "warnings": "",
-           "seconds": 0.0}
+    row = empty_row(exercise, submission.name)
     try:
-        data = submission.read_bytes()
+        data = read_submission(submission)
+    except NotGradable as why:
+        row.update(status="error", reason=f"not graded: {why}; every question scored 0")
+        return row
+    try:
         notebook = json.loads(data)
         if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
             raise ValueError("no list of cells")
-    except (OSError, ValueError, RecursionError) as err:
-        row.update(status="error", reason=f"not a readable notebook ({str(err).splitlines()[0][:100]}); "
-                                          "every question scored 0")
+    except (ValueError, RecursionError) as err:
+        row.update(status="error", reason=f"not a readable notebook ({type(err).__name__}); every question "
+                                          "scored 0")
         return row
     warnings = [_warning_for(exercise, notebook)]
     run = run_notebook(exercise, data, timeout)
     if run.cell_errors:
         first = run.cell_errors[0]
         more = f" (and {len(run.cell_errors) - 1} more)" if len(run.cell_errors) > 1 else ""
-        warnings.append(f"cell {judge.one_line(first.get('cell'), 10)} raised "
-                        f"{judge.one_line(first.get('error'), 160)}{more}")
+        error = judge.error_kind(judge.one_line(first.get("error"), 300))  # not the message: it may carry the
+        warnings.append(f"cell {judge.one_line(first.get('cell'), 10)} raised {error}{more}")  # hidden inputs
     row["warnings"] = "; ".join(w for w in warnings if w)
     row["seconds"] = round(run.seconds, 1)
     if run.crashed:
         row.update(status="error", reason=f"could not be graded: {run.crashed}; every question scored 0")
         return row
     verdicts = judge_run(exercise, reference, questions_of, run)
+    row["details"] = details_of(exercise, questions_of, run)
     row.update({q: score for q, (score, _) in verdicts.items()})
     row["total"] = sum(score for score, _ in verdicts.values())
     reasons = [reason for _, reason in verdicts.values() if reason]
@@ -263,38 +388,71 @@ def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOU
 
 
 class CsvOut:
-    """The CSV, a row appended as each submission finishes; rewritten sorted by name at the end."""
+    """The CSV, a row appended as each submission finishes; rewritten sorted by name at the end. Every cell
+    goes through `csv_cell`."""
 
     def __init__(self, path, columns):
         self.path, self.columns, self.lock = Path(path), columns, threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.file = open(self.path, "w", newline="")
+        self.file = open(self.path, "w", newline="", encoding="utf-8")
         self.writer = csv.DictWriter(self.file, columns, extrasaction="ignore")
         self.writer.writeheader()
         self.file.flush()
 
+    def _clean(self, row):
+        return {key: csv_cell(row.get(key, "")) for key in self.columns}
+
     def add(self, row):
         with self.lock:
-            self.writer.writerow(row)
+            self.writer.writerow(self._clean(row))
             self.file.flush()
 
     def finish(self, rows):
         self.file.close()
+        rows = sorted(rows, key=lambda r: r["submission"])
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", newline="") as f:
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, self.columns, extrasaction="ignore")
             writer.writeheader()
-            writer.writerows(sorted(rows, key=lambda r: r["submission"]))
+            writer.writerows(self._clean(r) for r in rows)
         os.replace(tmp, self.path)
+        with open(details_path(self.path), "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["submission", "where", "detail"])
+            for row in rows:
+                for where, detail in row.get("details", []):
+                    writer.writerow([csv_cell(row["submission"]), csv_cell(where), csv_cell(detail)])
+
+
+def details_path(out_csv):
+    """The instructor-only file beside the CSV: grades.csv -> grades.details.csv."""
+    out_csv = Path(out_csv)
+    return out_csv.with_name(f"{out_csv.stem}.details{out_csv.suffix or '.csv'}")
+
+
+def submissions_in(folder):
+    """Every entry of `folder` whose name ends in .ipynb (hidden ones too), by name; links are listed, not
+    followed (each gets its row from grade_notebook)."""
+    return sorted((Path(folder) / name for name in os.listdir(folder) if name.endswith(".ipynb")),
+                  key=lambda p: display_name(p.name))
 
 
 def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, report=print):
     """Grade every notebook in `folder`; write the CSV if `out_csv` is given; return the rows, sorted by name."""
     sandbox.check_available()
     exercise = load_exercise(autograder_zip)
-    submissions = sorted(Path(folder).glob("*.ipynb"))
+    submissions = submissions_in(folder)
     out = CsvOut(out_csv, ["submission", *exercise.questions, *COLUMNS_AFTER]) if out_csv else None
     rows = []
+    names_of = {}  # (device, inode) -> the names of one regular file: hard links are graded, and flagged
+    for path in submissions:
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode):
+                names_of.setdefault((st.st_dev, st.st_ino), []).append(path.name)
+        except OSError:
+            pass
+    also = {name: [n for n in names if n != name] for names in names_of.values() for name in names}
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         reference = reference_answers(exercise, timeout)
         questions_of = probe_functions(exercise, reference)
@@ -302,16 +460,19 @@ def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, 
         def one(path):
             try:
                 row = grade_notebook(exercise, reference, questions_of, path, timeout)
+                if also.get(path.name):
+                    others = ", ".join(display_name(n) for n in also[path.name][:3])
+                    row["warnings"] = "; ".join(w for w in (f"the same file as {others} (a hard link)",
+                                                            row["warnings"]) if w)
             except Exception as err:  # a fault of the grader itself still leaves a row
-                row = {"submission": path.name, **{q: 0.0 for q in exercise.questions}, "total": 0.0,
-                       "possible": float(len(exercise.questions)), "status": "error",
-                       "reason": f"the grader failed on this notebook ({type(err).__name__}: {err})", "warnings": "",
-                       "seconds": 0.0}
+                row = empty_row(exercise, path.name)
+                row.update(status="error", reason=f"the grader failed on this notebook ({type(err).__name__}: "
+                                                  f"{judge.one_line(err, 200)})")
             if out:
                 out.add(row)
             if report:
-                report(f"{row['submission']}: {row['total']:g}/{row['possible']:g} ({row['status']}, "
-                       f"{row['seconds']:.0f} s){'  ' + row['reason'] if row['reason'] else ''}")
+                report(display_name(f"{row['submission']}: {row['total']:g}/{row['possible']:g} ({row['status']}, "
+                                    f"{row['seconds']:.0f} s){'  ' + row['reason'] if row['reason'] else ''}"))
             return row
 
         rows = list(pool.map(one, submissions))
@@ -321,10 +482,24 @@ def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, 
 
 
 def probe_functions(exercise, reference):
-    """[(question, function)] of each probe, read from probes.py by running it here (trusted code)."""
+    """[Probe(question, function, what)] of each probe, read from probes.py by running it here (trusted code).
+
+    PROBES, the list that probes.py builds (its prelude is written by tools/make_exercises.py), holds one
+    record per hidden call, in order: `(question, function, args, driver)` or
+    `(question, function, args, driver, what)`, where `question` is "q1", ..., `function` the name of the
+    learner's function, `args` the tuple of arguments, `driver` None or a function `driver(fn, *args)` that
+    calls it (several times, say), and `what`, optional, a short description of the kind of input, for the
+    learner ("a window that must crop"), which a reason about that probe shows instead of the input."""
     space = {"__name__": "probes"}
     exec(compile(exercise.probes, "probes.py", "exec"), space)
-    listed = [(entry[0], entry[1]) for entry in space["PROBES"]]  # (q, fn, args, driver[, what])
+    listed = []
+    for record in space["PROBES"]:
+        if not isinstance(record, tuple) or len(record) not in (4, 5):
+            raise GradingError(f"{exercise.name}: a probe record is not (question, function, args, driver[, what])")
+        what = record[4] if len(record) == 5 else None
+        if what is not None and not isinstance(what, str):
+            raise GradingError(f"{exercise.name}: the description of a probe of {record[0]} is not text")
+        listed.append(Probe(record[0], record[1], judge.one_line(what, 80) if what else None))
     if len(listed) != len(reference.answers):
         raise GradingError(f"{exercise.name}: the solution answered {len(reference.answers)} probes of {len(listed)}")
     return listed
@@ -347,7 +522,11 @@ def main(argv=None):
     folder = Path(args.submissions)
     if not folder.is_dir():
         sys.exit(f"{args.submissions} is not a folder of submitted notebooks")
-    if not any(folder.glob("*.ipynb")):
+    try:
+        listed = submissions_in(folder)
+    except OSError as err:
+        sys.exit(f"cannot list {args.submissions}: {err.strerror}")
+    if not listed:
         sys.exit(f"{args.submissions} holds no .ipynb files")
     if args.timeout <= 0 or args.jobs < 1:
         sys.exit("--timeout must be positive and --jobs at least 1")
@@ -358,7 +537,8 @@ def main(argv=None):
         sys.exit(f"cannot grade: {err}")
     problems = sum(r["status"] != "graded" for r in rows)
     print(f"wrote {args.out}: {len(rows)} submissions in {time.monotonic() - started:.0f} s"
-          f"{f', {problems} could not be graded fully (see the reason column)' if problems else ''}")
+          f"{f', {problems} could not be graded fully (see the reason column)' if problems else ''}; "
+          f"for the instructor only, the messages of what raised: {details_path(args.out)}")
 
 
 if __name__ == "__main__":

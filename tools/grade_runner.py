@@ -4,7 +4,8 @@
 
 This script decides nothing. It runs every code cell of the notebook in order (a cell
 that raises is recorded and the next one runs), then executes PROBES.py, which lists
-calls `(question, function name, arguments)`, and calls each function on a fresh copy of
+calls `(question, function name, arguments, driver[, description])` (see `probe_functions` in
+tools/grade.py), and calls each function on a fresh copy of
 its arguments. Each answer is written as soon as it is known, one JSON line per call,
 to the standard output it was started with, as plain data with its exact type
 (`{"float": 0.5}`, `{"ndarray": {...}}`, `{"other": "mymodule.MyFloat"}`): never a pickle.
@@ -132,7 +133,8 @@ def main(notebook_path, probes_path, with_args=False):
     probe_space = {"__name__": "probes"}
     with open(probes_path, encoding="utf-8") as f:
         exec(compile(f.read(), "probes.py", "exec"), probe_space)
-    for index, (question, function, args, driver, *_) in enumerate(probe_space["PROBES"]):  # a 5th item: what the input is
+    for index, record in enumerate(probe_space["PROBES"]):
+        question, function, args, driver = record[:4]  # a 5th item, a description, is for the grader only
         extra = {"args": encode(args)} if with_args else {}
         fn = namespace.get(function)
         if not callable(fn):

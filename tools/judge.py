@@ -8,10 +8,17 @@ not a float64 one), the same shape, and values within a tolerance fitted to the 
 An exercise's own checks (grading/checks.py in its autograder zip, written in the
 `# CHECKS` cells of its master) add properties on top: invariances, draws that match the
 chances, and so on. They raise `Wrong("one line for the learner")`.
+
+A reason goes back to the learner, so it names the property that failed (a type, a dtype, a shape or
+count that differs, a wrong value) and never a value that the hidden inputs decide or that the
+submission chose: neither the answer (a function could return its arguments), nor the solution's
+shape or length, nor an exception's message. `Raised.message` keeps the message for the instructor.
 """
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,7 +81,15 @@ def _array(spec, dtypes):
 
 
 def decode(obj):
-    """The value an encoded answer describes, with its exact type; raises Malformed on anything else."""
+    """The value an encoded answer describes, with its exact type; raises Malformed on anything else (numbers
+    too large for their type included)."""
+    try:
+        return _decode(obj)
+    except OverflowError:
+        raise Malformed("a number too large for its type") from None
+
+
+def _decode(obj):
     if not isinstance(obj, dict) or len(obj) != 1:
         raise Malformed("not a tagged value")
     [(tag, v)] = obj.items()
@@ -89,17 +104,17 @@ def decode(obj):
     if tag == "str" and type(v) is str:
         return v
     if tag in ("list", "tuple") and type(v) is list:
-        items = [decode(x) for x in v]
+        items = [_decode(x) for x in v]
         return items if tag == "list" else tuple(items)
     if tag == "dict" and type(v) is list:
         out = {}
         for pair in v:
             if type(pair) is not list or len(pair) != 2:
                 raise Malformed("dict item")
-            key = decode(pair[0])
+            key = _decode(pair[0])
             if type(key) not in (str, int, bool, float, type(None)):
                 raise Malformed("dict key")
-            out[key] = decode(pair[1])
+            out[key] = _decode(pair[1])
         return out
     if tag == "ndarray":
         return _array(v, DTYPES)
@@ -122,12 +137,13 @@ def one_line(text, limit):
     return " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())[:limit]
 
 
-def describe(x):
-    """A short name of a value's type for a learner: 'a float', 'a NumPy array of float64, shape (3,)'."""
+def describe(x, shape=False):
+    """A short name of a value's type for a learner: 'a float', 'a NumPy array of float64, shape (3,)' (without
+    the shape when `shape` is false: a reason never states a shape the hidden inputs decide)."""
     if isinstance(x, Tensor):
-        return f"a {x.dtype} tensor of shape {x.shape}"
+        return f"a {x.dtype} tensor" + (f" of shape {x.shape}" if shape else "")
     if isinstance(x, np.ndarray):
-        return f"a NumPy array of {x.dtype}, shape {x.shape}"
+        return f"a NumPy array of {x.dtype}" + (f", shape {x.shape}" if shape else "")
     if isinstance(x, np.generic):
         return f"a NumPy {x.dtype} scalar"
     if isinstance(x, Other):
@@ -145,45 +161,64 @@ def _close(got, want, dtype_name):
     return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
 
 
+def error_kind(message):
+    """What an exception's one-line message may show a learner: its type ('ValueError: ...' -> 'ValueError'), and
+    for an OSError the system's own text of its errno ('OSError (No space left on device)'), nothing else."""
+    name, _, rest = str(message).partition(":")
+    name = name.strip()
+    if not (name.isidentifier() and len(name) <= 60):
+        return "an exception"
+    found = re.match(r"\s*\[Errno (\d{1,4})\] ", rest)
+    if found:
+        text = os.strerror(int(found.group(1)))
+        if rest[found.end():].startswith(text):
+            return f"{name} ({text})"
+    return name
+
+
 def same(got, want, what="the answer"):
-    """Raise Wrong unless `got` has exactly the type, shape and (within tolerance) the values of `want`."""
+    """Raise Wrong unless `got` has exactly the type, shape and (within tolerance) the values of `want`. The
+    reason names what differs (type, dtype, shape, count, values), never a value or a shape itself."""
     if isinstance(got, Raised):
-        raise Wrong(f"raised {got.message}")
+        raise Wrong(f"raised {error_kind(got.message)}")
     if isinstance(got, Missing):
         raise Wrong(f"no function named {got.function}")
     if type(want) is tuple and type(got) is list:  # "a pair" may be written either way
         got = tuple(got)
     if type(got) is not type(want):
-        raise Wrong(f"{what} is {describe(got)}; expected {describe(want)}")
+        raise Wrong(f"{what} is {describe(got, shape=False)}; expected {describe(want, shape=False)}")
     if isinstance(want, (list, tuple)):
         if len(got) != len(want):
-            raise Wrong(f"{what} has {len(got)} items; expected {len(want)}")
+            raise Wrong(f"{what} has the wrong number of items")
         for i, (g, w) in enumerate(zip(got, want)):
             same(g, w, f"item {i} of {what}")
     elif isinstance(want, dict):
         if set(got) != set(want):
-            raise Wrong(f"{what} has keys {sorted(map(str, got))}; expected {sorted(map(str, want))}")
+            raise Wrong(f"{what} has the wrong keys")
         for key in want:
-            same(got[key], want[key], f"{what}[{key!r}]")
+            same(got[key], want[key], f"{what}[{one_line(repr(key), 40)}]")
     elif isinstance(want, Tensor):
-        if got.dtype != want.dtype or got.shape != want.shape:
-            raise Wrong(f"{what} is {describe(got)}; expected {describe(want)}")
+        if got.dtype != want.dtype:
+            raise Wrong(f"{what} is {describe(got, shape=False)}; expected {describe(want, shape=False)}")
+        if got.shape != want.shape:
+            raise Wrong(f"{what} has the wrong shape")
         if not _close(got.values, want.values, TORCH_DTYPES.get(want.dtype, "")):
             raise Wrong(f"{what} has the right shape and dtype but wrong values")
     elif isinstance(want, np.ndarray):
-        if got.dtype != want.dtype or got.shape != want.shape:
-            raise Wrong(f"{what} is {describe(got)}; expected {describe(want)}")
+        if got.dtype != want.dtype:
+            raise Wrong(f"{what} is {describe(got, shape=False)}; expected {describe(want, shape=False)}")
+        if got.shape != want.shape:
+            raise Wrong(f"{what} has the wrong shape")
         if not _close(got, want, want.dtype.name):
             raise Wrong(f"{what} has the right shape and dtype but wrong values")
     elif isinstance(want, float):
         if not (math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-12) or (math.isnan(got) and math.isnan(want))):
-            raise Wrong(f"{what} is {got:.6g}, which is wrong")
+            raise Wrong(f"{what} is wrong")
     elif isinstance(want, np.generic):
         if got.dtype != want.dtype or not _close(np.asarray(got), np.asarray(want), want.dtype.name):
             raise Wrong(f"{what} is wrong")
     elif got != want:
-        raise Wrong(f"{what} is wrong" if not isinstance(want, (int, str, bool)) or len(repr(got)) > 40
-                    else f"{what} is {got!r}, which is wrong")
+        raise Wrong(f"{what} is wrong")
 
 
 def values(x):
@@ -192,7 +227,7 @@ def values(x):
         return x.values
     if isinstance(x, np.ndarray):
         return x
-    raise Wrong(f"expected an array or a tensor, got {describe(x)}")
+    raise Wrong(f"expected an array or a tensor, got {describe(x, shape=False)}")
 
 
 CHECK_NAMES = {"Wrong": Wrong, "Tensor": Tensor, "same": same, "values": values, "describe": describe, "np": np,

