@@ -437,7 +437,7 @@ def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
 def test_reasons_name_the_property_and_the_kind_of_input_never_values():
     """Issue 24 item 5: a probe record may carry a 5th item, a description of its input, which the reason uses; a
     reason shows neither the answer, nor the solution's shape or length, nor an exception's message."""
-    import judge
+    from tools import judge
 
     exercise = grade.Exercise("x", ["q1", "q2"], "", {}, b"")
     probes = """
