@@ -198,10 +198,6 @@ class _Cgroup:
             self.dirs = []
 
     @property
-    def active(self):
-        return bool(self.dirs)
-
-    @property
     def procs_files(self):
         return [str(d / "cgroup.procs") for d in self.dirs]
 
@@ -254,14 +250,6 @@ def _write(path, value, required=True):
         if required:
             raise
         return False
-
-
-def limits_description(cgroup_active):
-    parts = [f"{MEMORY_BYTES / 2**30:g} GiB of address space per process", f"{FILE_BYTES / 2**20:g} MiB per file"]
-    if cgroup_active:
-        parts = [f"{MEMORY_BYTES / 2**30:g} GiB of memory, {MAX_PROCESSES} processes and {CPU_SHARE:g} CPU in all",
-                 *parts]
-    return ", ".join(parts)
 
 
 def _children(pid):
