@@ -52,7 +52,7 @@ CASES = [
     dict(name="careless_blank", base="blank", cells=[], expect="zero"),
     dict(name="careless_raising", base="solved",
          cells=["def longest_context(*args):\n    raise ValueError('not done yet')"], expect=5,
-         reason="q6 (longest_context): raised ValueError", absent="not done yet"),
+         reason="q6 (longest_context) on a model and a machine: raised ValueError", absent="not done yet"),
     dict(name="careless_wrong_type", base="solved",
          cells=["def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return 'sixteen'"],
          expect=5, reason="q5 (requests_that_fit)"),
@@ -389,7 +389,7 @@ def longest_context(*args):
 def requests_that_fit(*args):
     return 987654.25
 ''', '''raise RuntimeError("LEAKED-PROBES " + open("/grading/probes.py").read()[:5000])'''], expect=4,
-         reason="q6 (longest_context): raised ValueError", absent="LEAKED"),
+         reason="q6 (longest_context) on a model and a machine: raised ValueError", absent="LEAKED"),
     dict(name="attack_e2_answer_echoes_inputs", base="solved", cells=['''
 def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):
     return 987_000_000 + int(memory_gib)  # the reason must not show it
