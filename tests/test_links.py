@@ -120,3 +120,15 @@ def test_every_chapter_file_is_a_page_of_the_toc():
     files = {f"chapters/{p.stem}" for p in (built_site.ROOT / "chapters").glob("*.md")}
     missing = sorted(files - set(built_site.chapter_pages()))
     assert not missing, f"in chapters/ but not in _toc.yml: {missing}"
+
+
+def test_every_citation_has_its_entry():
+    """references.bib parses, and every {cite} key of a page is one of its entries (found before a build fails)."""
+    import pybtex.database
+
+    entries = pybtex.database.parse_file(built_site.ROOT / "references.bib").entries
+    pages = sorted(built_site.ROOT.glob("chapters/*.md")) + sorted(built_site.ROOT.glob("*.md"))
+    cited = {(page.name, key.strip()) for page in pages
+             for keys in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", page.read_text()) for key in keys.split(",")}
+    missing = sorted(f"{page}: {key}" for page, key in cited if key not in entries)
+    assert cited and not missing, f"cited but not in references.bib: {missing}"
