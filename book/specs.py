@@ -48,5 +48,5 @@ REAL_CHIPS = [
                 source="nvidia2022h100"),
     # Apple states one GPU rate, 27.2 TFLOPS (32-bit) for the 76-core M2 Ultra, and 800 GB/s; its GPU does
     # 16-bit arithmetic at the same rate, so the same figure is taken as the 16-bit rate (an assumption).
-    Accelerator("Apple M2 Ultra (76-core GPU)", bandwidth=800e9, ops_per_second=27.2e12, source="apple2023m2ultra"),
+    Accelerator("Apple M2 Ultra (76-core GPU)", bandwidth=800e9, ops_per_second=27.2e12, source="apple2023macprospecs"),
 ]
