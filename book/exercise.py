@@ -134,7 +134,7 @@ class Grader:
         step = min(self.failures[question, i], 3)
         kind = " ".join((result.test_case.failure_message or "").split())
         line, raised = _failed_line(result.message)
-        head = f"{question}: not yet right" + (f" (check {i + 1} of {n_cases})" if n_cases > 1 else "")
+        head = f"{question}: not yet right" + (f" (public check {i + 1} of {n_cases} failed)" if n_cases > 1 else "")
         lines = [head]
         if raised and not raised.startswith("AssertionError"):
             if raised.startswith("NameError"):
