@@ -30,7 +30,7 @@ from dataclasses import KW_ONLY, dataclass
 __all__ = [
     "ModelCard", "EXAMPLE_MODEL", "CATALOGUE", "cached_tokens", "cache_bytes", "total_params", "active_params", "cache_bytes_per_token", "weights_bytes",
     "requests_that_fit", "weights_read_per_step", "decode_tokens_per_second", "parse_bytes", "parse_rate",
-    "parse_flops", "weight_ops_per_byte", "attention_ops_per_byte", "compute_bound_batch", "decode_step_roofs", "context_warning",
+    "parse_flops", "product_params", "weight_ops_per_byte", "attention_ops_per_byte", "compute_bound_batch", "decode_step_roofs", "context_warning",
     "MAX_CONTEXT",
 ]
 
@@ -117,6 +117,15 @@ def active_params(c: ModelCard) -> int:
     return _shared_params(c) + c.n_layers * c.experts_per_token * _expert_params(c)
 
 
+def product_params(c: ModelCard) -> int:
+    """The active parameters a token multiplies by: all but the lookup tables (chapter 6).
+
+    An untied token-embedding table and a learned position table are read one row per token and added,
+    with no multiply-adds; a tied table stays, since it is also the output layer's matrix."""
+    lookups = (0 if c.tied_output else c.vocab * c.d_model) + c.positions * c.d_model
+    return active_params(c) - lookups
+
+
 def cache_bytes_per_token(c: ModelCard) -> int:
     """Key and value, in every layer, for every key-value head: 2 x layers x kv heads x head size x bytes."""
     return 2 * c.n_layers * c.n_kv_heads * c.d_head * c.bytes_per_number
@@ -168,10 +177,11 @@ def decode_tokens_per_second(c: ModelCard, bandwidth: float, batch: int, context
 
 
 def weight_ops_per_byte(c: ModelCard, batch: int) -> float:
-    """Operations per byte of the weight products in one decode step: 2 x active x batch / weight bytes read.
+    """Operations per byte of the weight products in one decode step: 2 x product params x batch / weight bytes read.
 
-    About `batch` at 2-byte weights (chapter 6): every weight read serves one multiply-add per request."""
-    return 2 * active_params(c) * batch / weights_read_per_step(c, batch)
+    About `batch` at 2-byte weights (chapter 6): every weight read serves one multiply-add per request
+    (the rows of a lookup table serve none: they are neither counted as operations nor mostly read)."""
+    return 2 * product_params(c) * batch / weights_read_per_step(c, batch)
 
 
 def attention_ops_per_byte(c: ModelCard) -> float:
@@ -201,7 +211,7 @@ def decode_step_roofs(c: ModelCard, batch: int, context: int, bandwidth: float, 
     {"weights": (read, arithmetic), "attention": (read, arithmetic)}; each kind takes at least the larger
     of its two, and the step at least the sum of the two kinds, which run one after the other (chapter 6)."""
     tokens = cached_tokens(c, context)
-    weights = (weights_read_per_step(c, batch) / bandwidth, 2 * active_params(c) * batch / ops_per_second)
+    weights = (weights_read_per_step(c, batch) / bandwidth, 2 * product_params(c) * batch / ops_per_second)
     attention = (batch * cache_bytes(c, context) / bandwidth,
                  batch * tokens * 4 * c.n_layers * c.n_heads * c.d_head / ops_per_second)
     return {"weights": weights, "attention": attention}

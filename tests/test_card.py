@@ -18,7 +18,7 @@ from book import EXAMPLE_MODEL, tiny
 from book.card import (
     CATALOGUE, MAX_CONTEXT, active_params, attention_ops_per_byte, cache_bytes, cache_bytes_per_token,
     compute_bound_batch, decode_step_roofs, decode_tokens_per_second, parse_bytes, parse_flops, parse_rate,
-    requests_that_fit, total_params, weight_ops_per_byte, weights_bytes,
+    product_params, requests_that_fit, total_params, weight_ops_per_byte, weights_read_per_step, weights_bytes,
 )
 
 GiB = 2**30
@@ -199,6 +199,35 @@ def test_two_rooflines_of_a_decode_step():
     assert roofs["weights"] == pytest.approx((2 * p / 1e12, 2 * p * 200 / 1e14))
     assert roofs["attention"] == pytest.approx((200 * 2048 * 98_304 / 1e12, 200 * 2048 * 4 * 24 * 1024 / 1e14))
     assert roofs["weights"][1] > roofs["weights"][0] and roofs["attention"][0] > 50 * roofs["attention"][1]
+
+
+def multiplied(model):
+    """The parameters a token multiplies by in a torch model: those of every module but a lookup table.
+
+    A tied table is the output layer's weight too, so it is counted once, through the output layer."""
+    params = {id(p): p for m in model.modules() if not isinstance(m, nn.Embedding) for p in m.parameters(recurse=False)}
+    return sum(p.numel() for p in params.values())
+
+
+@pytest.mark.parametrize("name,positions", [("gpt2-small", 32), ("mistral-7b", 0)])
+def test_weight_arithmetic_counts_no_lookup_table(name, positions):
+    """2 operations per multiplied weight and token; an untied or position table's rows are looked up, not multiplied."""
+    card = dataclasses.replace(CATALOGUE[name], **REDUCED, n_kv_heads=2, positions=positions)
+    model = build(card)
+    assert product_params(card) == multiplied(model)
+    roofs = decode_step_roofs(card, 3, 16, 1e12, 1e14)
+    assert roofs["weights"][1] == pytest.approx(2 * multiplied(model) * 3 / 1e14)
+    assert weight_ops_per_byte(card, 3) == pytest.approx(2 * multiplied(model) * 3 / weights_read_per_step(card, 3))
+
+
+@pytest.mark.parametrize("name", ["llama-2-7b", "mistral-7b", "gpt2-small"])
+def test_the_weights_turn_arithmetic_bound_just_past_the_ridge(name):
+    """At 2-byte weights B requests do about B operations per byte read, so the crossing is the ridge or just
+    above it (the few looked-up rows add bytes, never operations); counting the lookup as arithmetic put it below."""
+    card = CATALOGUE[name]
+    for ops in (1e14, 312e12, 989e12):
+        ridge = ops / 1e12
+        assert ridge <= compute_bound_batch(card, 1e12, ops) <= ridge * 1.01 + 1
 
 
 def test_a_mixture_turns_compute_bound_later_than_its_active_share_suggests():
