@@ -56,6 +56,10 @@ FILE_BYTES = 64 * 2**20  # largest file a sandboxed process may write, stdout in
 TMP_BYTES = 256 * 2**20  # the private /tmp
 SHM_BYTES = 64 * 2**20  # the private /dev/shm
 CPU_SHARE = 1.0  # CPUs' worth of time per sandbox, where cgroups are available
+# and its weight beside the host's other work (4 times a process's default: cgroup v1 cpu.shares 1024, v2
+# cpu.weight 100): capped at one CPU, a sandbox still gets that CPU on a machine busy with other work, so an
+# honest notebook keeps its pace beside a hostile one and beside the host's own load
+CPU_WEIGHT_V1, CPU_WEIGHT_V2 = 4096, 400
 NICE = 5  # every sandbox's niceness
 BWRAP_ENV = {"PATH": "/usr/bin:/bin"}  # bwrap's own environment: nothing of the grader's
 INSTALL_HINT = "the grader's sandbox needs Debian's bubblewrap: apt-get install bubblewrap"
@@ -177,6 +181,7 @@ class _Cgroup:
                 _write(d / "memory.swap.max", 0, required=False)
                 _write(d / "pids.max", max_processes)
                 self.cpu = _write(d / "cpu.max", f"{quota} {self.PERIOD_US}", required=False)
+                _write(d / "cpu.weight", CPU_WEIGHT_V2, required=False)
             else:  # cgroup v1: one hierarchy per controller
                 for controller, files in (("memory", {"memory.limit_in_bytes": memory_bytes}),
                                           ("pids", {"pids.max": max_processes})):
@@ -191,6 +196,7 @@ class _Cgroup:
                     self.dirs.append(d)
                     self.cpu = (_write(d / "cpu.cfs_period_us", self.PERIOD_US, required=False)
                                 and _write(d / "cpu.cfs_quota_us", quota, required=False))
+                    _write(d / "cpu.shares", CPU_WEIGHT_V1, required=False)
                 except OSError:
                     pass
         except OSError:
