@@ -190,8 +190,13 @@ def attention_ops_per_byte(c: ModelCard) -> float:
     Per cached token a query head does 2 x d_head operations on the key and 2 x d_head on the value, in
     every layer, while the token's cache holds 2 x layers x kv heads x d_head numbers: 2G operations per
     number for G = heads / kv heads, so G per byte at 2 bytes a number, 2G at 1 byte (chapter 6)."""
-    ops_per_cached_token = 4 * c.n_layers * c.n_heads * c.d_head
-    return ops_per_cached_token / cache_bytes_per_token(c)
+    return attention_ops_per_cached_token(c) / cache_bytes_per_token(c)
+
+
+def attention_ops_per_cached_token(c: ModelCard) -> int:
+    """Operations one query does over one cached token, in every layer: 2 x d_head with the key and 2 x d_head
+    with the value, in each head."""
+    return 4 * c.n_layers * c.n_heads * c.d_head
 
 
 def compute_bound_batch(c: ModelCard, bandwidth: float, ops_per_second: float) -> int:
@@ -199,10 +204,18 @@ def compute_bound_batch(c: ModelCard, bandwidth: float, ops_per_second: float) -
 
     Past it they are bound by arithmetic; attention over the cache is not, at any batch (chapter 6)."""
     ridge = ops_per_second / bandwidth
-    batch = 1
-    while weight_ops_per_byte(c, batch) < ridge * (1 - 1e-12):
-        batch += 1
-    return batch
+
+    def below(batch):
+        return weight_ops_per_byte(c, batch) < ridge * (1 - 1e-12)
+
+    high = 1  # weight_ops_per_byte rises with the batch: double past the ridge, then halve the gap
+    while below(high):
+        high *= 2
+    low = high // 2  # below(low) holds, or low is 0
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if below(middle) else (low, middle)
+    return high
 
 
 def decode_step_roofs(c: ModelCard, batch: int, context: int, bandwidth: float, ops_per_second: float) -> dict:
@@ -213,7 +226,7 @@ def decode_step_roofs(c: ModelCard, batch: int, context: int, bandwidth: float, 
     tokens = cached_tokens(c, context)
     weights = (weights_read_per_step(c, batch) / bandwidth, 2 * product_params(c) * batch / ops_per_second)
     attention = (batch * cache_bytes(c, context) / bandwidth,
-                 batch * tokens * 4 * c.n_layers * c.n_heads * c.d_head / ops_per_second)
+                 batch * tokens * attention_ops_per_cached_token(c) / ops_per_second)
     return {"weights": weights, "attention": attention}
 
 

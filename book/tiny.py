@@ -265,7 +265,7 @@ def _run_key(cfg: TinyConfig, steps: int, seed: int) -> str:
     kind): in float64 these change the weights in their last bits only, yet a model is never loaded under a path
     it was not trained on."""
     cpu = [platform.machine(), torch.backends.cpu.get_cpu_capability()]
-    cpu += [os.environ.get(name, "") for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_CBWR")]
+    cpu += [os.environ.get(name, "") for name in CPU_PATH_VARIABLES[1:]]  # PyTorch's own, read above
     recipe = {**_recipe(cfg, steps, seed), "torch": torch.__version__, "cpu": cpu,
               "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:24]
@@ -280,6 +280,8 @@ def _run_key(cfg: TinyConfig, steps: int, seed: int) -> str:
 # (`shipped=False`) and checks that the section's conclusions hold there too.
 SHIPPED_UNMASKED = TEXT_PATH.with_name("tiny_unmasked.pt")
 PLAIN_PATH = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_CBWR": "COMPATIBLE"}
+# the variables that choose a CPU code path: PyTorch's, oneDNN's (under its two names) and MKL's
+CPU_PATH_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_CBWR")
 
 
 def _load_shipped(model, steps, seed):
@@ -453,10 +455,7 @@ def _ship():
     if wrong:
         raise SystemExit("the shipped run is trained on the plain CPU path; run\n  "
                          + " ".join(f"{k}={v}" for k, v in PLAIN_PATH.items()) + " python -m book.tiny ship")
-    tokenizer, data = corpus()
-    torch.manual_seed(SEED)
-    model = TinyGPT(TinyConfig(vocab=len(tokenizer), causal=False, dtype=DTYPE))
-    losses = train(model, data)
+    model, losses = trained_model(causal=False, shipped=False)  # trained here, on the plain path
     torch.save({"weights": model.state_dict(), "losses": torch.tensor(losses, dtype=torch.float64),
                 "recipe": json.dumps(_recipe(model.cfg, STEPS, SEED), sort_keys=True)}, SHIPPED_UNMASKED)
     print(f"wrote {SHIPPED_UNMASKED}: last-30 loss {sum(losses[-30:]) / 30:.6f}")

@@ -292,3 +292,14 @@ def test_command_line_compare():
 def test_command_line_errors_are_clear(args, message):
     out = run(*args)
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_compute_bound_batch_is_the_first_batch_past_the_ridge_even_far_out():
+    """The crossing is the first batch whose weight products reach the ridge, found as fast for a ridge of a
+    million operations per byte (a batch near a million) as for a real chip's."""
+    from book.card import compute_bound_batch, weight_ops_per_byte
+
+    card = CATALOGUE["mistral-7b"]
+    for ridge in (100.0, 295.2, 1e6):
+        batch = compute_bound_batch(card, bandwidth=1.0, ops_per_second=ridge)
+        assert weight_ops_per_byte(card, batch) >= ridge * (1 - 1e-12) > weight_ops_per_byte(card, batch - 1)

@@ -151,7 +151,7 @@ def test_each_exercise_has_a_build_it_and_check_it_question(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_no_parameter_shadows_a_question_function(name):
-    """Issue 15: exercise 4 had a parameter named like another question's function (kv_bytes_per_token)."""
+    """Exercise 4 had a parameter named like another question's function (kv_bytes_per_token)."""
     questions = _questions(name)
     functions = {fn for _, fn, _ in questions.values()}
     for q, (_, fn, params) in questions.items():
@@ -160,13 +160,13 @@ def test_no_parameter_shadows_a_question_function(name):
 
 
 def test_top_p_question_is_named_for_what_it_returns():
-    """Issue 15: chapter 5's `top_p_keep` returns ids; the exercise's function returns a count."""
+    """Chapter 5's `top_p_keep` returns ids; the exercise's function returns a count."""
     functions = {fn for _, fn, _ in _questions("05_sampling").values()}
     assert "top_p_keep" not in functions and "top_p_count" in functions
 
 
 def test_float32_training_has_no_full_precision_copy(graded):
-    """Issue 15: chapter 3 says the full-precision copy vanishes when a model already trains in float32."""
+    """Chapter 3 says the full-precision copy vanishes when a model already trains in float32."""
     g = graded["03_teacher_forcing"]
     asked = [(args, answer) for (q, fn), args, answer in zip(g["questions_of"], g["reference"].args,
                                                             g["reference"].answers) if q == "q4"]
@@ -249,7 +249,7 @@ def public_checks(regenerated):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_planted_wrong_answers_fail_the_public_checks(public_checks, name):
-    """Issue 27: `grader.check` said "All test cases passed!" to answers that do not do the task (ex. 2 q6
+    """`grader.check` once said "All test cases passed!" to answers that do not do the task (ex. 2 q6
     `return x @ w_v`, ex. 6 q6 `list(prompt) + [0] * n_new`). Every planted answer that does not type in
     the public values must fail the learner's own check, with a hint in a few clear lines."""
     problems = []
@@ -287,7 +287,7 @@ def _run_first_cell(folder, notebook):
 
 
 def test_a_renamed_notebook_still_finds_its_checks(tmp_path, monkeypatch):
-    """Issue 27: a browser saves a second download as `02_causal_mask (1).ipynb`; otter's first cell then raised
+    """A browser saves a second download as `02_causal_mask (1).ipynb`; otter's first cell then raised
     FileNotFoundError and every check said `NameError: name 'grader' is not defined`. The course's first cell
     finds the notebook whatever it is called, also beside the other exercises."""
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
@@ -304,7 +304,7 @@ def test_a_renamed_notebook_still_finds_its_checks(tmp_path, monkeypatch):
 
 
 def test_hints_come_in_steps_without_a_trace(tmp_path, monkeypatch):
-    """Issue 27: the first failure of a check names the kind of mistake, the second adds a leading question, the
+    """The first failure of a check names the kind of mistake, the second adds a leading question, the
     third the recipe; never doctest's "Trying: ... Expecting nothing"; a function that raises is named in one
     line."""
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
@@ -351,7 +351,7 @@ def _scalars(value):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_hidden_reasons_do_not_print_the_hidden_inputs(graded, name):
-    """Issue 27 item 3 (and 24 item 5): a reason says what failed, never the input that broke it (ex. 5 q6 printed
+    """A reason says what failed, never the input that broke it (ex. 5 q6 printed
     top_p and the temperature, ex. 9 q6 the memory). Every planted answer's reason is searched for the numbers of
     its question's hidden arguments."""
     g = graded[name]
@@ -364,7 +364,7 @@ def test_hidden_reasons_do_not_print_the_hidden_inputs(graded, name):
 
 
 def test_feedback_writes_each_learner_only_their_own_row(tmp_path, graded):
-    """Issue 27 item 3: `make feedback` (tools/feedback.py) writes one file per CSV row: that row's scores and
+    """`make feedback` (tools/feedback.py) writes one file per CSV row: that row's scores and
     reasons, none of another row's, and no column but the learner's (an instructor's column stays out), under a
     safe file name whatever the submission was called."""
     import csv
@@ -390,13 +390,16 @@ def test_feedback_writes_each_learner_only_their_own_row(tmp_path, graded):
     assert all("SECRET" not in t for t in texts.values())
     assert "Score: 6 out of 6" in texts["alice.md"] and "Score: 0 out of 6" in texts["bob.md"]
     bob_reasons = [r for _, r in g["wrong1"]["verdicts"].values() if r]
-    assert bob_reasons and all(r.split(": ", 1)[1] in texts["bob.md"] for r in bob_reasons)
-    assert not any(r.split(": ", 1)[1] in texts["alice.md"] for r in bob_reasons)
+    # each reason reaches the learner whole, the kind of input included ("on a ..."), but for its label "qN (fn)"
+    unlabelled = [re.sub(r"^q\d+ \([^)]*\)\s*:?\s*", "", r) for r in bob_reasons]
+    assert bob_reasons and all(u in texts["bob.md"] for u in unlabelled)
+    assert any(u.startswith("on ") for u in unlabelled), "no reason of this run names the kind of input"
+    assert not any(u in texts["alice.md"] for u in unlabelled)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_hidden_probe_says_what_kind_of_input_it_is(name):
-    """Issue 27 item 3: each probe carries a short description (`what=`, the 5th item of its PROBES entry), which
+    """Each probe carries a short description (`what=`, the 5th item of its PROBES entry), which
     the grader may show a learner in place of the input itself."""
     space = {"__name__": "probes"}
     exec(compile(grade.load_exercise(ROOT / "autograder" / f"{name}.zip").probes, "probes.py", "exec"), space)

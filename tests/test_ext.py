@@ -1,21 +1,12 @@
 """The site's own Sphinx extensions (_ext/) that replace MyST-NB internals refuse a MyST-NB they were not written for."""
-import importlib.util
-
 import pytest
 from sphinx.errors import ExtensionError
 
-from tools.built_site import ROOT
-
-
-def _extension(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "_ext" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tools.built_site import ROOT, load_extension
 
 
 def test_site_fixes_refuses_another_myst_nb():
-    fixes = _extension("site_fixes")
+    fixes = load_extension("site_fixes")
     fixes.check_myst_nb_version()  # the installed, pinned version
     with pytest.raises(ExtensionError, match="update WRITTEN_FOR_MYST_NB"):
         fixes.check_myst_nb_version("1.5.0")

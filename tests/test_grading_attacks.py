@@ -13,7 +13,7 @@ rewrites the CSV after the batch; the network). Promises: no cheat scores above 
 honest notebook gets full marks, the batch ends within its time limit with one row per
 notebook, nothing outside the sandboxes changes, and no process is left behind.
 
-Issue 24 adds the attacks of a hostile student on the instructor's machine, and the batch runs twice,
+It adds the attacks of a hostile student on the instructor's machine, and the batch runs twice,
 as root and as an ordinary user (tests/attacks/as_user.py; run by an ordinary user, only as that user),
 each time through `tools/grade.py`'s command line with a secret planted in its environment. Held
 means: no command ran on the host (the core_pattern attack's marker file is absent and
@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import ctypes
-import errno
 import hashlib
 import math
 import os
@@ -51,6 +49,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 from attacks.as_user import ORDINARY_UID, give_to_ordinary_user, run_grader  # tests/attacks/, on pytest's path
 from attacks.cases import CASES
+from conftest import unavailable  # a missing sandbox: fail under CI, skip on a reader's machine
 from tools import grade, sandbox
 
 EXERCISE = "09_recap_quiz"
@@ -62,12 +61,6 @@ SECRET = "planted-secret-4f1c9a"
 CORE_PATTERN = Path("/proc/sys/kernel/core_pattern")
 MODES = ["root", "user"]
 
-
-def _unavailable(message):
-    """A missing sandbox fails the suite under CI and skips these tests on a reader's machine."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 def _fingerprint(*folders, skip=()):
@@ -160,11 +153,11 @@ def batch(request):
     if mode == "root" and os.geteuid() != 0:
         pytest.skip("the suite runs as an ordinary user: the root batch needs root")
     if not sandbox.bwrap_path():
-        _unavailable(sandbox.INSTALL_HINT)
+        unavailable(sandbox.INSTALL_HINT)
     try:
         sandbox.check_available()
     except sandbox.SandboxUnavailable as err:
-        _unavailable(str(err))
+        unavailable(str(err))
     tmp = Path(tempfile.mkdtemp(prefix=f"attacks-{mode}-"))
     tmp.chmod(0o755)
     folder, out, canary, escape = tmp / "submissions", tmp / "results" / "grades.csv", tmp / "canary", tmp / "escape"
@@ -314,7 +307,7 @@ def test_reasons_never_show_hidden_inputs(batch, case):
 
 
 def test_the_instructor_keeps_the_messages(batch):
-    """Item 5: what raised, message and all, is in the instructor's file beside the CSV, never in the CSV."""
+    """What raised, message and all, is in the instructor's file beside the CSV, never in the CSV."""
     details = list(csv.reader(grade.details_path(batch["out"]).read_text(encoding="utf-8").splitlines()))
     assert ["careless_raising.ipynb", "q6", "raised ValueError: not done yet"] in details
     assert any(row[0] == "honest_raising_cell.ipynb" and "ZeroDivisionError" in row[2] for row in details)
@@ -340,7 +333,7 @@ def test_a_torch_exercise_gets_full_marks_in_the_sandbox(tmp_path):
     """PyTorch runs within the sandbox's limits: a solved notebook of exercise 5 (the seeded sampler) scores full
     marks through the same batch as learners' notebooks."""
     if not sandbox.bwrap_path():
-        _unavailable(sandbox.INSTALL_HINT)
+        unavailable(sandbox.INSTALL_HINT)
     name = "05_sampling"
     zip_path = ROOT / "autograder" / f"{name}.zip"
     with zipfile.ZipFile(zip_path) as z:
@@ -355,7 +348,7 @@ def test_a_torch_exercise_gets_full_marks_in_the_sandbox(tmp_path):
     {"tensor": {"dtype": "torch.float32", "shape": [1], "data": ["1"], "requires_grad": False}},
     {"float": "1.0"}, {"int": 1.5}, {"bool": 1}, {"list": [{"float": 1.0}, 2]}, {"float": 1.0, "int": 1},
     {"__reduce__": ["os.system", ["true"]]}, [], "passed",
-    {"float": 10**400}, {"list": [{"float": -(10**400)}]},  # issue 24 item 8: too large for a float
+    {"float": 10**400}, {"list": [{"float": -(10**400)}]},  # too large for a float: a clean row, not a grader failure
     {"ndarray": {"dtype": "int64", "shape": [1], "data": [10**30]}},
     {"tensor": {"dtype": "torch.float32", "shape": [1], "data": [10**400], "requires_grad": False}},
 ])
@@ -398,7 +391,7 @@ def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
     if mode == "root" and os.geteuid() != 0:
         pytest.skip("the suite runs as an ordinary user: the root batch needs root")
     if not sandbox.bwrap_path():
-        _unavailable(sandbox.INSTALL_HINT)
+        unavailable(sandbox.INSTALL_HINT)
     with zipfile.ZipFile(ROOT / "autograder" / f"{EXERCISE}.zip") as z:
         solved = nbformat.reads(z.read("grading/solution.ipynb").decode(), as_version=4)
     medians = {}
@@ -435,7 +428,7 @@ def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
 
 
 def test_reasons_name_the_property_and_the_kind_of_input_never_values():
-    """Issue 24 item 5: a probe record may carry a 5th item, a description of its input, which the reason uses; a
+    """A probe record may carry a 5th item, a description of its input, which the reason uses; a
     reason shows neither the answer, nor the solution's shape or length, nor an exception's message."""
     from tools import judge
 

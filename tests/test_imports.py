@@ -8,7 +8,6 @@
   pytest's `pythonpath`), `book` installed into the environment.
 """
 import ast
-from pathlib import Path
 
 import jupytext
 import pytest

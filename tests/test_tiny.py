@@ -184,7 +184,7 @@ def test_sampling_respects_top_p():
 
 
 def test_the_trained_models_compute_in_float64_throughout(trained):
-    """Issue 23: float64 weights, activations, outputs and card; a model built without a dtype stays float32."""
+    """Float64 weights, activations, outputs and card; a model built without a dtype stays float32."""
     model, _ = trained
     assert tiny.DTYPE == "float64" and model.cfg.dtype == "float64"
     assert {p.dtype for p in model.parameters()} == {torch.float64}
@@ -218,18 +218,19 @@ def test_the_cache_key_covers_the_dtype(tmp_path, monkeypatch):
     assert next(tiny.trained_model(steps=3, dtype="float32")[0].parameters()).dtype == torch.float32  # loaded
 
 
-@pytest.mark.parametrize("variable", ["ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR"])
+@pytest.mark.parametrize("variable", tiny.CPU_PATH_VARIABLES)
 def test_the_cache_key_covers_the_cpu_code_path(variable, tmp_path):
     """A model trained on one code path is never loaded under another (each names another file)."""
     code = ("from book import tiny; tokenizer, _ = tiny.corpus(); "
             "print(tiny._run_key(tiny.TinyConfig(vocab=len(tokenizer), dtype=tiny.DTYPE), 3, 0))")
-    env = {k: v for k, v in os.environ.items() if k not in tiny.PLAIN_PATH}
+    env = {k: v for k, v in os.environ.items() if k not in tiny.CPU_PATH_VARIABLES}
 
     def key(**pins):
         return subprocess.run([sys.executable, "-c", code], env={**env, **pins}, capture_output=True, text=True,
                               check=True).stdout.strip()
 
-    assert key() != key(**{variable: tiny.PLAIN_PATH[variable]})
+    plain = {**tiny.PLAIN_PATH, "DNNL_MAX_CPU_ISA": tiny.PLAIN_PATH["ONEDNN_MAX_CPU_ISA"]}  # oneDNN's older name
+    assert key() != key(**{variable: plain[variable]})
 
 
 def test_the_unmasked_model_is_the_shipped_run(trained, tmp_path, monkeypatch):
@@ -249,7 +250,7 @@ def test_the_unmasked_model_is_the_shipped_run(trained, tmp_path, monkeypatch):
 
 
 def test_shipping_refuses_another_cpu_path():
-    env = {k: v for k, v in os.environ.items() if k not in tiny.PLAIN_PATH}
+    env = {k: v for k, v in os.environ.items() if k not in tiny.CPU_PATH_VARIABLES}
     run = subprocess.run([sys.executable, "-m", "book.tiny", "ship"], env=env, capture_output=True, text=True)
     assert run.returncode != 0 and "ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41" in run.stderr
     assert "Traceback" not in run.stderr

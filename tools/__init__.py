@@ -8,5 +8,6 @@ tests/ imports it, it imports `book` (the learner package) and never tests/. The
   (the rule that every number the prose states is printed nearby), `format_code`;
 - the example's data: `make_example` (writes book/example_data.py);
 - exercises and grading: `make_exercises`, `grade`, `grade_runner` (runs inside the sandbox, imports nothing
-  of this package), `judge`, `sandbox`, `run_variants`, `release`.
+  of this package), `judge`, `sandbox` with `seccomp`, `feedback`, `release`, and the runners of trusted
+  notebooks for the tests, `run_variants` and `run_public_checks`.
 """

@@ -48,13 +48,19 @@ def config():
     return yaml.safe_load((ROOT / "_config.yml").read_text())
 
 
+def load_extension(name):
+    """One of the site's Sphinx extensions (`_ext/NAME.py`), loaded from its file (Sphinx finds them by the
+    `local_extensions` of _config.yml, not on the import path)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "_ext" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def binder_url(path):
     """The Binder address that opens `path` (a repository file) in JupyterLab: the one function the site's
     {binder} role uses (_ext/binder_link.py), fed from _config.yml as jupyter-book feeds the theme."""
-    spec = importlib.util.spec_from_file_location("binder_link", ROOT / "_ext" / "binder_link.py")
-    binder_link = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(binder_link)  # a Sphinx extension of the site, loaded from its file
-    url = binder_link.binder_url
+    url = load_extension("binder_link").binder_url
 
     cfg = config()
     theme = {"repository_url": cfg["repository"]["url"], "repository_branch": cfg["repository"].get("branch", "main"),

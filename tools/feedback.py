@@ -1,7 +1,7 @@
 """Write one feedback file per submission from a grading CSV, to hand each learner their own row.
 
-    python tools/feedback.py grades.csv feedback/            # or: make feedback CSV=grades.csv OUT=feedback/
-    python tools/feedback.py grades.csv feedback/ --exercise 02_causal_mask
+    python -m tools.feedback grades.csv feedback/            # or: make feedback CSV=grades.csv OUT=feedback/
+    python -m tools.feedback grades.csv feedback/ --exercise 02_causal_mask
 
 `tools/grade.py` writes one CSV row per submission: the score of each question, the total, a status, the
 reasons for the lost points, warnings and the seconds. This command writes `OUT/<submission>.md` for each
@@ -17,6 +17,8 @@ import csv
 import re
 import sys
 from pathlib import Path
+
+from tools.grade import FORMULA_STARTS
 
 QUESTION = re.compile(r"^q\d+$")
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._()\- ]")
@@ -36,7 +38,7 @@ def question_reasons(reason: str) -> dict[str, list[str]]:
 def _plain(text: str) -> str:
     """A CSV cell as one line of text: control characters and the spreadsheet guard quote removed, capped."""
     text = re.sub(r"[\x00-\x1f\x7f]", " ", text or "")
-    if len(text) > 1 and text[0] == "'" and text[1] in "=+-@":
+    if len(text) > 1 and text[0] == "'" and text[1:].startswith(FORMULA_STARTS):  # the grader's guard quote
         text = text[1:]
     return text[:MAX_FIELD]
 
@@ -57,7 +59,8 @@ def feedback_text(row: dict, questions: list[str], exercise: str | None = None) 
                  f"({_plain(row.get('status', '')) or 'graded'}).")
     lines += ["", "| question | score | what went wrong |", "|---|---|---|"]
     for q in questions:
-        why = " ".join(r.split(": ", 1)[-1] if r.startswith(f"{q} (") else r for r in reasons.pop(q, []))
+        # the table names the question: drop its label "qN (function)", keep the kind of input and the reason
+        why = " ".join(re.sub(rf"^{q} \([^)]*\)\s*:?\s*", "", r) for r in reasons.pop(q, []))
         lines.append(f"| {q} | {_number(row.get(q))} | {why.replace('|', '/')} |")
     rest = [r for parts in reasons.values() for r in parts if r]
     if rest:

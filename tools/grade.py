@@ -57,7 +57,8 @@ TIMEOUT = 120  # seconds per submission; a solved notebook takes a few
 MAX_OUTPUT = 32 * 2**20  # bytes of answers read from one sandbox
 MAX_NOTEBOOK = 32 * 2**20  # bytes of a submitted notebook
 MAX_CELL = 2000  # characters in one CSV cell (Python's csv reader accepts 131,072)
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# OWASP's CSV-injection starts; a tab or a carriage return never starts a cell, as csv_cell escapes both first
+FORMULA_STARTS = ("=", "+", "-", "@")
 MAX_REASON = 280  # characters of the reason for one question
 COLUMNS_AFTER = ["total", "possible", "status", "reason", "warnings", "seconds"]
 
@@ -324,17 +325,21 @@ def read_submission(path):
         os.close(fd)
 
 
+def printable(text):
+    """The text with every character that does not print (control characters, line breaks) as its escape."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 def display_name(name):
     """A file name as printable text: bytes that are not UTF-8 and control characters written as escapes."""
-    text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    return printable(os.fsencode(name).decode("utf-8", "backslashreplace"))
 
 
 def csv_cell(value):
     """A cell as the CSV holds it: one line of printable text, at most MAX_CELL characters, never a formula."""
     if isinstance(value, (int, float)):
         return value
-    text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(value))
+    text = printable(str(value))
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 12] + " [truncated]"
     return "'" + text if text.startswith(FORMULA_STARTS) else text

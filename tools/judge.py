@@ -137,13 +137,13 @@ def one_line(text, limit):
     return " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())[:limit]
 
 
-def describe(x, shape=False):
-    """A short name of a value's type for a learner: 'a float', 'a NumPy array of float64, shape (3,)' (without
-    the shape when `shape` is false: a reason never states a shape the hidden inputs decide)."""
+def describe(x):
+    """A short name of a value's type for a learner: 'a float', 'a NumPy array of float64' (never its shape: a
+    reason states nothing the hidden inputs decide)."""
     if isinstance(x, Tensor):
-        return f"a {x.dtype} tensor" + (f" of shape {x.shape}" if shape else "")
+        return f"a {x.dtype} tensor"
     if isinstance(x, np.ndarray):
-        return f"a NumPy array of {x.dtype}" + (f", shape {x.shape}" if shape else "")
+        return f"a NumPy array of {x.dtype}"
     if isinstance(x, np.generic):
         return f"a NumPy {x.dtype} scalar"
     if isinstance(x, Other):
@@ -186,7 +186,7 @@ def same(got, want, what="the answer"):
     if type(want) is tuple and type(got) is list:  # "a pair" may be written either way
         got = tuple(got)
     if type(got) is not type(want):
-        raise Wrong(f"{what} is {describe(got, shape=False)}; expected {describe(want, shape=False)}")
+        raise Wrong(f"{what} is {describe(got)}; expected {describe(want)}")
     if isinstance(want, (list, tuple)):
         if len(got) != len(want):
             raise Wrong(f"{what} has the wrong number of items")
@@ -199,14 +199,14 @@ def same(got, want, what="the answer"):
             same(got[key], want[key], f"{what}[{one_line(repr(key), 40)}]")
     elif isinstance(want, Tensor):
         if got.dtype != want.dtype:
-            raise Wrong(f"{what} is {describe(got, shape=False)}; expected {describe(want, shape=False)}")
+            raise Wrong(f"{what} is {describe(got)}; expected {describe(want)}")
         if got.shape != want.shape:
             raise Wrong(f"{what} has the wrong shape")
         if not _close(got.values, want.values, TORCH_DTYPES.get(want.dtype, "")):
             raise Wrong(f"{what} has the right shape and dtype but wrong values")
     elif isinstance(want, np.ndarray):
         if got.dtype != want.dtype:
-            raise Wrong(f"{what} is {describe(got, shape=False)}; expected {describe(want, shape=False)}")
+            raise Wrong(f"{what} is {describe(got)}; expected {describe(want)}")
         if got.shape != want.shape:
             raise Wrong(f"{what} has the wrong shape")
         if not _close(got, want, want.dtype.name):
@@ -227,7 +227,7 @@ def values(x):
         return x.values
     if isinstance(x, np.ndarray):
         return x
-    raise Wrong(f"expected an array or a tensor, got {describe(x, shape=False)}")
+    raise Wrong(f"expected an array or a tensor, got {describe(x)}")
 
 
 CHECK_NAMES = {"Wrong": Wrong, "Tensor": Tensor, "same": same, "values": values, "describe": describe, "np": np,

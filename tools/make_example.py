@@ -22,7 +22,6 @@ values come from ``book/data/source_figures/*.csv``, typed once from the page.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np

@@ -507,16 +507,18 @@ def slips(value):
     def write(k, p):
         text = str(k).rjust(p + 1, "0")
         return sign + (text[:-p] + "." + text[-p:] if p else text)
-    out = {write(n - 1, places), write(n + 1, places), write(n * 10, places)}
+    out = {write(n + 1, places), write(n * 10, places)}
+    if n > 0:  # a last digit one down (0 has none that is written the same way)
+        out.add(write(n - 1, places))
     if places:
         out.add(write(n, places + 1))
     elif n % 10 == 0:
         out.add(write(n // 10, 0))
-    return {v for v in out if not v.lstrip("-").startswith("-")} - {value}
+    return out - {value}
 
 
 def segments(out_line):
-    """The parts of an output line that label their own numbers: split at ';' and '|'."""
+    """The parts of an output line that label their own numbers: split at ';', '|' and ', '."""
     return [part for part in SEGMENT.split(out_line) if part.strip()]
 
 

@@ -2,12 +2,12 @@
 
 Each case is a base notebook of exercise 9, the recap quiz ("solved": the solution; "blank": the untouched
 student copy) with code cells added, and what the grader must make of it. The cheats are
-the ones an instructor met with the old grader (issue 15): forged passes inside the
+the ones an instructor met with an earlier grader: forged passes inside the
 learner's interpreter, tampering with files and processes outside it, a hang, a memory hog.
 In the cells, the placeholders ROOT, SUBMISSIONS, OUT, CANARY and ESCAPE are replaced by host
 paths (the repository, the folder of submissions, the CSV, a file no sandbox may create, and the
 file a command run on the host by the core_pattern attack would create).
-The attacks of issue 24 (a hostile student trying for root on the instructor's machine, the grader's
+The attacks of a later round (a hostile student trying for root on the instructor's machine, the grader's
 environment, the hidden inputs, the batch itself) are the cases whose name says which row of its
 table they are (`cheat_a_...`, `cheat_b_...`); the attacks on the folder itself (FIFOs, links,
 names) are made by the test, not here.
@@ -300,7 +300,7 @@ for host, port in (("1.1.1.1", 53), ("pypi.org", 443), ("127.0.0.1", 8888)):
         pass
 '''], expect="zero"),
 
-    # ---- issue 24: root on the host, the grader's environment, the hidden inputs, the limits
+    # ---- root on the host, the grader's environment, the hidden inputs, the limits
     dict(name="cheat_a_core_pattern", base="blank", cells=[JUNK, '''
 import os
 with open("/tmp/p.sh", "w") as f:
@@ -369,7 +369,7 @@ def clear_pdeathsig(pid):
     libc.ptrace(17, pid, None, None)
     return f"prctl returned {result}"
 
-if platform.machine() == "x86_64":  # ptrace pid 1 and clear its parent-death signal, as in issue 24
+if platform.machine() == "x86_64":  # ptrace pid 1 and clear its parent-death signal, as a hostile student did
     clear_pdeathsig(1)
 for _ in range(100):
     try:
