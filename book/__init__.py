@@ -14,26 +14,26 @@ import gc
 # A process that imported torch spends 1.5 to 3.5 s at exit in Python's last garbage collection (a kernel
 # at the end of every chapter); frozen objects are skipped, and the system frees the memory all the same.
 atexit.register(gc.freeze)
-from . import style  # noqa: E402  (after the exit hook above)
-from .example import (
-    ATTENTION_SCORES, INPUT_WORDS, LOGITS, NEXT_AFTER, NEXT_LOGITS, SENTENCE, START,
-    TARGET_IDS, TARGET_WORDS, TOKEN_IDS, VOCAB, WORD_ID,
-)
-from .maths import softmax
-from .specs import EXAMPLE_ACCELERATOR, GiB, KiB, MiB, Accelerator
-
-__all__ = [
-    "style", "softmax", "ATTENTION_SCORES", "INPUT_WORDS", "LOGITS", "NEXT_AFTER", "NEXT_LOGITS", "SENTENCE",
-    "START", "TARGET_IDS", "TARGET_WORDS", "TOKEN_IDS", "VOCAB", "WORD_ID", "EXAMPLE_ACCELERATOR",
-    "EXAMPLE_MODEL", "GiB", "KiB", "MiB", "Accelerator", "ModelCard",
-]
+# Where each public name lives. They are imported on first use (PEP 562), so that `python -m book.check`
+# runs, and reports in one line, even where numpy, matplotlib or torch cannot be imported.
+_WHERE = {
+    "style": None, "softmax": "maths", "EXAMPLE_ACCELERATOR": "specs", "GiB": "specs", "KiB": "specs",
+    "MiB": "specs", "Accelerator": "specs", "EXAMPLE_MODEL": "card", "ModelCard": "card",
+    **{name: "example" for name in ("ATTENTION_SCORES", "INPUT_WORDS", "LOGITS", "NEXT_AFTER", "NEXT_LOGITS",
+                                     "SENTENCE", "START", "TARGET_IDS", "TARGET_WORDS", "TOKEN_IDS", "VOCAB",
+                                     "WORD_ID")},
+}
+__all__ = list(_WHERE)
 
 
 def __getattr__(name):
-    """`book.EXAMPLE_MODEL` and `book.ModelCard` come from `book.card`, imported on first use, so that
-    `python -m book.card` (the model-card calculator) runs without a second copy of that module."""
-    if name in ("EXAMPLE_MODEL", "ModelCard"):
-        from . import card
+    """`from book import softmax` and the like: the submodule that defines the name, imported on first use
+    (so `python -m book.card` also runs without a second copy of that module)."""
+    if name not in _WHERE:
+        raise AttributeError(f"module 'book' has no attribute {name!r}")
+    import importlib
 
-        return getattr(card, name)
-    raise AttributeError(f"module 'book' has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{_WHERE[name] or name}")
+    value = module if _WHERE[name] is None else getattr(module, name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,85 @@
+"""A learner's install and `python -m book.check`: the README's Linux command names PyTorch's CPU index, the
+self-check names a torch that cannot import in one line with its fix, and the versions it compares against
+are the pins."""
+import os
+import re
+import subprocess
+import sys
+import tomllib
+
+from book import check
+from tools.notebooks import ROOT
+
+CUDNN = "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory"
+
+
+def pins():
+    return dict(re.findall(r"^([\w.-]+)==([\w.+-]+)$", (ROOT / "requirements.txt").read_text(), re.M))
+
+
+def test_the_printed_with_versions_are_the_pins():
+    have = pins()
+    for name in ("torch", "numpy", "matplotlib"):
+        assert check.PRINTED_WITH[name] == have[name], name
+    runtime = (ROOT / "binder" / "runtime.txt").read_text().strip()
+    assert runtime == f"python-{check.PRINTED_WITH['python']}"
+
+
+def test_the_declared_lower_bounds_are_versions_the_course_ran_with():
+    """pyproject's ranges start no lower than what was run: its Python and each dependency's lower bound
+    is the pinned version's minor, so nothing older that was never tried is promised."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    low = re.match(r">=(\d+\.\d+)", project["requires-python"]).group(1)
+    assert low == check.PRINTED_WITH["python"]
+    assert check.SUPPORTED_PYTHON[0] == tuple(int(x) for x in low.split("."))
+    have = pins()
+    for dep in project["dependencies"]:
+        name, bound = re.match(r"([\w-]+)>=([\d.]+)", dep).groups()
+        assert have[name].startswith(bound + ".") or have[name] == bound, (dep, have[name])
+
+
+def test_the_readme_linux_command_takes_the_cpu_build():
+    readme = (ROOT / "README.md").read_text()
+    linux = next(line for line in readme.splitlines() if line.startswith("| Linux |"))
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in linux and "requirements.txt" in linux
+    assert "python -m book.check" in readme
+    assert check.CPU_INDEX in check.TORCH_FIX and "--force-reinstall" in check.TORCH_FIX
+
+
+def test_a_cuda_build_without_its_libraries_is_one_line_with_the_fix():
+    good, line = check.torch_problem(CUDNN)
+    assert not good and "\n" not in line
+    assert line.startswith("problem: torch does not import") and "CUDA build" in line
+    assert line.endswith(f"fix: {check.TORCH_FIX}")
+
+
+def test_the_command_reports_a_torch_that_cannot_import_without_a_traceback(tmp_path):
+    """A torch whose import fails as PyPI's Linux wheel does when installed with --no-deps (the libcudnn
+    error, raised by a stand-in package first on the path): one problem line, exit 1, no traceback."""
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(f"raise ImportError({CUDNN.removeprefix('ImportError: ')!r})\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-m", "book.check"], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    problems = [line for line in done.stdout.splitlines() if line.startswith("problem:")]
+    assert len(problems) == 1 and "libcudnn.so.9" in problems[0] and check.TORCH_FIX in problems[0]
+
+
+def test_the_command_passes_here():
+    done = subprocess.run([sys.executable, "-m", "book.check"], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stdout
+    assert all(line.startswith("ok: ") for line in done.stdout.splitlines()[:-1]), done.stdout
+    assert done.stdout.splitlines()[-1] == "all ok"
+
+
+def test_a_python_outside_the_range_and_a_missing_package_are_problems():
+    good, line = check.check_python((3, 10, 4))
+    assert not good and "3.10.4" in line and "fix:" in line
+    assert check.check_python((3, 13, 0))[0]
+    lines = check.check_packages(lambda dist: None if dist == "jupytext" else "1.0")
+    assert [good for good, _ in lines].count(False) == 1
+    assert any("jupytext is not installed" in line for _, line in lines)
