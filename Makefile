@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # otter-grader's nbconvert[webpdf] does not pull a browser driver into the learner set); pip check proves it whole.
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup book test bench golden exercises grade feedback release pdf clean
+.PHONY: setup book test bench golden exercises colab newer-stack grade feedback release pdf clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,11 +33,24 @@ test: setup
 # Regenerate the executed golden notebooks: all of them, or one with CH=01_next_token_prediction
 golden: setup
 	$(BIN)/python -m tools.make_golden $(CH)
+	$(BIN)/python -m tools.colab
 
 # Regenerate exercises/ (student notebooks) and autograder/ (zips with the hidden tests) from solutions/:
 # all of them, or one with EX=02_causal_mask. otter assign also checks every solution passes its tests.
 exercises: setup
 	$(BIN)/python -m tools.make_exercises $(EX)
+	$(BIN)/python -m tools.colab
+
+# The notebooks the Colab buttons open (notebooks/), from the chapters and exercises; tests/test_colab.py
+# checks they are in sync. `make golden` and `make exercises` run it too.
+colab: setup
+	$(BIN)/python -m tools.colab
+
+# For a maintainer bumping pins (downloads several GB, so not in `make test`): a Python 3.12 venv with the
+# newest PyTorch from PyPI, the goldens under nbval there, and every Colab notebook run from its own install
+# cell as on Colab. Prints every cell that prints otherwise. ARGS="--python 3.13" tries another Python.
+newer-stack:
+	$(PYTHON) -m tools.newer_stack $(ARGS)
 
 # Grade a folder of submitted notebooks for one exercise into a CSV, a row per submission, each notebook in its
 # own bubblewrap sandbox (apt-get install bubblewrap); ARGS passes options, e.g. ARGS="--timeout 60 --jobs 4":

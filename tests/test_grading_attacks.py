@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import csv
 import hashlib
+import json
 import math
 import os
 import re
@@ -112,6 +113,8 @@ def _notebooks(folder, paths):
             if case.get("assignment_name"):
                 nb.metadata.otter.assignment_name = case["assignment_name"]
             nbformat.write(nb, target)
+            if case.get("bom"):  # saved by an editor that writes a UTF-8 byte-order mark
+                target.write_bytes(b"\xef\xbb\xbf" + target.read_bytes())
         cases[target.name] = case
     return cases
 
@@ -127,7 +130,9 @@ def _folder_attacks(folder):
              b'=HYPERLINK("evil")_solved.ipynb': "'=HYPERLINK(\"evil\")_solved.ipynb",
              b"-2+3_solved.ipynb": "'-2+3_solved.ipynb",
              b"\tat_tab_solved.ipynb": "\\tat_tab_solved.ipynb",
-             b"esc\x1b[31m_red_solved.ipynb": "esc\\x1b[31m_red_solved.ipynb"}
+             b"esc\x1b[31m_red_solved.ipynb": "esc\\x1b[31m_red_solved.ipynb",
+             # a name a terminal without UTF-8 cannot print (the batch runs with PYTHONIOENCODING=ascii)
+             "café_utf8_solved.ipynb".encode(): "café_utf8_solved.ipynb"}
     for raw in names:
         Path(os.fsdecode(os.path.join(os.fsencode(folder), raw))).write_bytes(solved)
     expected = {"d1_fifo.ipynb": "a FIFO", "d2_link_to_dev_zero.ipynb": "a symbolic link",
@@ -145,6 +150,15 @@ def _read_rows(out):
             if key not in ("submission", "status", "reason", "warnings"):
                 row[key] = float(value)
     return table
+
+
+def _capped_as(mode):
+    """Whether the grader, run in `mode`, can cap a sandbox's total memory (a cgroup of its own)."""
+    if mode == "root" and os.geteuid() == 0:
+        return sandbox.memory_capped()
+    code = "from tools import sandbox; print(sandbox.memory_capped())"
+    done = run_grader([], mode, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, 120, python_args=["-c", code])
+    return done.stdout.strip() == "True"
 
 
 @pytest.fixture(scope="module", params=MODES)
@@ -172,11 +186,13 @@ def batch(request):
     submissions_before = {p.name: p.lstat().st_mtime_ns for p in folder.iterdir()}
     core_pattern = CORE_PATTERN.read_bytes()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GRADER_TOKEN": SECRET, "HOME": str(tmp),
-           "CI_SECRET": SECRET}
+           "CI_SECRET": SECRET, "PYTHONIOENCODING": "ascii"}  # a terminal that cannot print every reason
     try:
         started = time.monotonic()
         try:
-            result = run_grader([EXERCISE, folder, out, "--timeout", TIMEOUT, "--jobs", JOBS], mode, env, timeout=900)
+            uncapped = ["--uncapped-memory"] if mode == "user" and not _capped_as(mode) else []
+            result = run_grader([EXERCISE, folder, out, "--timeout", TIMEOUT, "--jobs", JOBS, *uncapped], mode, env,
+                                timeout=900)
         finally:
             if CORE_PATTERN.read_bytes() != core_pattern and os.geteuid() == 0:
                 CORE_PATTERN.write_bytes(core_pattern)  # never leave the host changed, whatever happened
@@ -304,6 +320,33 @@ def test_reasons_never_show_hidden_inputs(batch, case):
     row = batch["rows"][f"{case['name']}.ipynb"]
     shown = " ".join(str(v) for v in row.values())
     assert case["absent"] not in shown, f"{case['name']}: the row shows {case['absent']!r}: {shown[:300]}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_without_a_memory_cap_the_grader_refuses_and_says_why(mode):
+    """Where nothing can cap a sandbox's total memory (an ordinary user without a cgroup of its own), `make grade`
+    does not start unless told to (--uncapped-memory), and says why and what to do, in one line."""
+    if mode == "root" and os.geteuid() != 0:
+        pytest.skip("the root mode needs root")
+    if not sandbox.bwrap_path():
+        unavailable(sandbox.INSTALL_HINT)
+    if _capped_as(mode):
+        pytest.skip(f"as {mode}, the grader can cap memory here (a cgroup of its own)")
+    tmp_path = Path(tempfile.mkdtemp(prefix="uncapped-"))
+    try:
+        tmp_path.chmod(0o755)
+        folder = tmp_path / "submissions"
+        folder.mkdir()
+        (folder / "a.ipynb").write_text("{}")
+        give_to_ordinary_user(folder, tmp_path)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+        done = run_grader([EXERCISE, folder, tmp_path / "g.csv"], mode, env, timeout=300)
+        assert done.returncode != 0 and not (tmp_path / "g.csv").exists()
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp_path)], check=False)
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("cannot grade: nothing here can cap a sandbox's total memory") and "Fix:" in line, line
+    assert "--uncapped-memory" in line and "Traceback" not in done.stderr
 
 
 def test_the_instructor_keeps_the_messages(batch):
@@ -463,3 +506,58 @@ PROBES = [("q1", "crop", (1,), None, "a window that must crop"), ("q2", "loss", 
     exercise.probes = "PROBES = [('q1', 'crop', (1,), None, 42)]"
     with pytest.raises(grade.GradingError):
         grade.probe_functions(exercise, grade.Reference([1.0], [(1,)]))
+
+
+def _forged_output(tmp_path, lines):
+    path = tmp_path / "stdout"
+    path.write_text("".join(json.dumps(record) + "\n" for record in lines) + '{"done": true}\n')
+    return path
+
+
+@pytest.mark.parametrize("forged", ["huge_shape", "colliding_probes", "dict_of_colliding_keys"])
+def test_a_pathological_answer_costs_only_its_own_row(forged, tmp_path):
+    """Third round: answers forged to freeze the trusted side (a shape of 600,000 dimensions, probe indices or
+    dict keys that are all multiples of 2**61 - 1, which collide in Python's hash table) are refused or judged
+    in a bounded child within seconds, and only that submission loses its points."""
+    exercise = grade.load_exercise(ROOT / "autograder" / f"{EXERCISE}.zip")
+    reference = grade.reference_answers(exercise, 120)
+    questions_of = grade.probe_functions(exercise, reference)
+    big = 2**61 - 1
+    records = {
+        "huge_shape": [{"probe": 0, "answer": {"ndarray": {"dtype": "float64", "shape": [9] * 600_000, "data": []}}}],
+        "colliding_probes": [{"probe": k * big, "answer": {"int": 1}} for k in range(1, 60_001)],
+        "dict_of_colliding_keys": [{"probe": 0, "answer": {"dict": [[{"int": k * big}, {"int": 1}]
+                                                                    for k in range(1, 60_001)]}}],
+    }[forged]
+    path = _forged_output(tmp_path, records)
+    started = time.monotonic()
+    run, verdicts, _ = grade.bounded(grade._read_and_judge, exercise, reference, questions_of, path)
+    assert time.monotonic() - started < 10, f"{forged} took {time.monotonic() - started:.0f} s to judge"
+    assert sum(score for score, _ in verdicts.values()) < len(exercise.questions)
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_feedback_files_map_one_to_one_whatever_the_order(order, tmp_path):
+    """A submission named ' honest_solved.ipynb' (a leading space) never takes honest_solved.md, in either order
+    of the rows, and Markdown in a row is shown as text."""
+    from tools import feedback
+
+    rows = [{"submission": "honest_solved.ipynb", "q1": "1.0", "total": "1.0", "possible": "1.0", "status": "graded",
+             "reason": "", "warnings": ""},
+            {"submission": " honest_solved.ipynb", "q1": "0.0", "total": "0.0", "possible": "1.0",
+             "status": "graded", "reason": "q1 (f): raised <img src=x> **ValueError**", "warnings": ""}][::order]
+    path = tmp_path / "g.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    written = {p.name: p.read_text() for p in feedback.write_feedback(path, tmp_path / "out")}
+    assert len(written) == 2 and "Score: 1 out of 1" in written["honest_solved.md"]
+    other = next(text for name, text in written.items() if name != "honest_solved.md")
+    assert "<img" not in other.replace("\\<", "") and "\\<img src=x\\>" in other and "\\*\\*ValueError\\*\\*" in other
+
+
+def test_a_cell_that_a_spreadsheet_splits_on_a_semicolon_is_no_formula():
+    for text in (";=HYPERLINK(1)", "a;=1+1", "b; -2+3", "c|@SUM(1)"):
+        cell = grade.csv_cell(text)
+        assert not any(part.lstrip().startswith(grade.FORMULA_STARTS) for part in re.split(r"[;|,]", cell)), cell

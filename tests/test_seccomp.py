@@ -46,6 +46,24 @@ out = {"denied": {str(nr): call(nr, -1, 0, 0, 0, 0) for nr in NUMBERS},
        "clone_newuser": call(CLONE, 0x10000000 | 17, 0, 0, 0, 0),
        "tiocsti": call(IOCTL, 0, 0x5412, 0),
        "getppid": call(GETPPID)}
+import socket
+families = {}
+for name in ("AF_VSOCK", "AF_PACKET", "AF_BLUETOOTH", "AF_ALG", "AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"):
+    family = getattr(socket, name, None)
+    if family is None:
+        continue
+    try:
+        kind = socket.SOCK_RAW if name == "AF_NETLINK" else socket.SOCK_STREAM if name != "AF_ALG" else socket.SOCK_SEQPACKET
+        socket.socket(family, kind).close()
+        families[name] = 0
+    except OSError as err:
+        families[name] = err.errno
+out["families"] = families
+try:
+    socket.socketpair(getattr(socket, "AF_VSOCK", 40), socket.SOCK_STREAM)
+    out["vsock_pair"] = 0
+except OSError as err:
+    out["vsock_pair"] = err.errno
 print(json.dumps(out))
 '''
 
@@ -71,3 +89,10 @@ def test_the_sandbox_refuses_what_the_filter_lists():
     assert result["clone_newuser"] == errno.EPERM, "clone(CLONE_NEWUSER) was not refused"
     assert result["tiocsti"] == errno.EPERM, "ioctl(TIOCSTI) was not refused"
     assert result["getppid"] == 0, "an ordinary system call was refused"
+    families = result["families"]
+    for name in ("AF_VSOCK", "AF_PACKET", "AF_BLUETOOTH", "AF_ALG"):
+        if name in families:  # not namespaced (vsock reaches the host's agents) or not needed: refused
+            assert families[name] == errno.EAFNOSUPPORT, f"socket({name}) gave errno {families[name]}"
+    assert result["vsock_pair"] == errno.EAFNOSUPPORT, "socketpair(AF_VSOCK) was not refused"
+    for name in ("AF_UNIX", "AF_INET", "AF_INET6"):
+        assert families[name] == 0, f"socket({name}) was refused inside the sandbox"

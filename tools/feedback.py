@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import re
 import sys
 from pathlib import Path
@@ -21,7 +22,8 @@ from pathlib import Path
 from tools.grade import FORMULA_STARTS
 
 QUESTION = re.compile(r"^q\d+$")
-SAFE_NAME = re.compile(r"[^A-Za-z0-9._()\- ]")
+CLEAN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # a submission name kept as it is
+MARKDOWN = re.compile(r"([\\`*_\[\]<>|#!~{}])")  # characters Markdown would read as markup
 MAX_FIELD = 2000  # characters of a reason or warnings cell copied into a feedback file
 
 
@@ -52,36 +54,48 @@ def _number(text: str) -> str:
 
 def feedback_text(row: dict, questions: list[str], exercise: str | None = None) -> str:
     """The Markdown feedback of one CSV row."""
-    name = _plain(row.get("submission", ""))
+    name = _md(_plain(row.get("submission", "")))
     reasons = question_reasons(_plain(row.get("reason", "")))
-    lines = [f"# Feedback{f' on {exercise}' if exercise else ''}: {name}", ""]
-    lines.append(f"Score: {_number(row.get('total'))} out of {_number(row.get('possible'))} "
-                 f"({_plain(row.get('status', '')) or 'graded'}).")
+    lines = [f"# Feedback{f' on {_md(exercise)}' if exercise else ''}: {name}", ""]
+    lines.append(f"Score: {_md(_number(row.get('total')))} out of {_md(_number(row.get('possible')))} "
+                 f"({_md(_plain(row.get('status', '')) or 'graded')}).")
     lines += ["", "| question | score | what went wrong |", "|---|---|---|"]
     for q in questions:
         # the table names the question: drop its label "qN (function)", keep the kind of input and the reason
         why = " ".join(re.sub(rf"^{q} \([^)]*\)\s*:?\s*", "", r) for r in reasons.pop(q, []))
-        lines.append(f"| {q} | {_number(row.get(q))} | {why.replace('|', '/')} |")
+        lines.append(f"| {q} | {_md(_number(row.get(q)))} | {_md(why)} |")
     rest = [r for parts in reasons.values() for r in parts if r]
     if rest:
-        lines += ["", "Also: " + "; ".join(rest)]
+        lines += ["", "Also: " + _md("; ".join(rest))]
     if _plain(row.get("warnings", "")):
-        lines += ["", f"Warnings: {_plain(row['warnings'])}"]
+        lines += ["", f"Warnings: {_md(_plain(row['warnings']))}"]
     lines += ["", "The grade calls your functions on inputs you have not seen. Each reason says what kind of input "
               "broke an answer: try an input of that kind in your notebook, compare with what the question "
               "asks, and run its `grader.check` cell again.", ""]
     return "\n".join(lines)
 
 
-def file_name(submission: str, taken: set) -> str:
-    """A safe, unique file name for a submission's feedback (no folders, no odd characters)."""
-    stem = SAFE_NAME.sub("_", Path(submission or "submission").stem).strip(" .") or "submission"
-    name, k = f"{stem[:100]}.md", 1
-    while name in taken:
-        k += 1
-        name = f"{stem[:100]}-{k}.md"
-    taken.add(name)
-    return name
+def _md(text: str) -> str:
+    """Text shown as itself in Markdown: every markup character escaped."""
+    return MARKDOWN.sub(r"\\\1", text)
+
+
+def file_name(submission: str, taken: set | None = None) -> str:
+    """The feedback file of a submission, one to one and whatever the order of the rows: a plain name
+    (letters, digits, '.', '_', '-') keeps its stem (`ada.ipynb` -> `ada.md`); any other name, such as
+    ` ada.ipynb` with its leading space, gets its cleaned stem and a hash of the whole name after a '~',
+    which no plain name holds, so it can never take another learner's file."""
+    name = submission or ""
+    stem = name.removesuffix(".ipynb")
+    if not CLEAN_NAME.fullmatch(stem):
+        digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+        stem = f"{re.sub(r'[^A-Za-z0-9._-]', '_', stem).strip('._-')[:60] or 'submission'}~{digest}"
+    path = f"{stem}.md"
+    if taken is not None:
+        if path in taken:
+            raise ValueError(f"two rows of the CSV are both named {_plain(name)!r}")
+        taken.add(path)
+    return path
 
 
 def write_feedback(csv_path, out_folder, exercise=None) -> list[Path]:

@@ -37,6 +37,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -60,6 +61,10 @@ MAX_CELL = 2000  # characters in one CSV cell (Python's csv reader accepts 131,0
 # OWASP's CSV-injection starts; a tab or a carriage return never starts a cell, as csv_cell escapes both first
 FORMULA_STARTS = ("=", "+", "-", "@")
 MAX_REASON = 280  # characters of the reason for one question
+MAX_PROBES = 10_000  # probe indices read from a sandbox (a forged k*(2**61-1) would collide in a dict)
+MAX_DETAILS = 50  # rows of the instructor's details file for one submission
+JUDGE_SECONDS = 30  # CPU seconds for reading and judging one submission's answers, in a child process
+JUDGE_MEMORY = 2 * 2**30  # bytes that child may add to the grader's address space
 COLUMNS_AFTER = ["total", "possible", "status", "reason", "warnings", "seconds"]
 
 
@@ -103,15 +108,16 @@ class Run:
     args: dict = field(default_factory=dict)  # probe index -> encoded arguments (reference run only)
     functions: dict = field(default_factory=dict)  # probe index -> (question, function)
     cell_errors: list = field(default_factory=list)
+    n_cell_errors: int = 0  # how many cells raised, when only the first is kept
     finished: bool = False
     timed_out: bool = False
     crashed: str = ""  # why the run ended abnormally, in one line
     seconds: float = 0.0
 
 
-def run_notebook(exercise, notebook_bytes, timeout, with_args=False):
-    """Run a notebook and the exercise's probes in a fresh sandbox; return what it printed (never raises
-    for anything the notebook does)."""
+def run_notebook(exercise, notebook_bytes, timeout, with_args=False, read=None):
+    """Run a notebook and the exercise's probes in a fresh sandbox; return what it printed, as a Run (never
+    raises for anything the notebook does). `read(path)` reads the answers' file instead of `_read_output`."""
     work = Path(tempfile.mkdtemp(prefix="grade-"))
     try:
         grading, output = work / "grading", work / "output"
@@ -125,7 +131,7 @@ def run_notebook(exercise, notebook_bytes, timeout, with_args=False):
         argv = [str(Path(sys.prefix) / "bin" / "python"), "-I", "/grading/grade_runner.py",
                 "/grading/submission.ipynb", "/grading/probes.py", *(["--with-args"] if with_args else [])]
         outcome = sandbox.run(argv, grading, output, timeout)
-        run = _read_output(outcome.stdout)
+        run = (read or _read_output)(outcome.stdout)
         run.seconds = outcome.seconds
         run.timed_out = outcome.timed_out
         if not run.finished and not run.timed_out:
@@ -153,7 +159,7 @@ def _read_output(path):
             return run
         if not isinstance(record, dict):
             continue
-        if "probe" in record and type(record["probe"]) is int:
+        if "probe" in record and type(record["probe"]) is int and 0 <= record["probe"] < MAX_PROBES:
             run.answers[record["probe"]] = record.get("answer")
             if "args" in record:
                 run.args[record["probe"]] = record["args"]
@@ -262,6 +268,12 @@ def details_of(exercise, questions_of, run):
     return out
 
 
+def _cell_name(number):
+    """'cell 3' for a cell number the runner reported, else 'a cell' (the channel can be forged: only an int of the
+    notebook's size is the grader's own word)."""
+    return f"cell {number}" if type(number) is int and 0 < number <= 100_000 else "a cell"
+
+
 def _on(probe):
     """' on a window that must crop' for a probe whose master describes its input, else ''."""
     what = getattr(probe, "what", None)
@@ -273,9 +285,8 @@ def _warning_for(exercise, notebook):
     name = otter.get("assignment_name") if isinstance(otter, dict) else None
     if name is None:
         return f"the notebook lost its otter metadata: graded as {exercise.name} (the exercise asked for)"
-    if name != exercise.name:
-        return (f"the notebook says it is {judge.one_line(repr(name), 60)}, not {exercise.name!r}: "
-                f"graded as {exercise.name}")
+    if name != exercise.name:  # not the name it gives: the submission wrote it
+        return f"the notebook's otter metadata names another exercise: graded as {exercise.name}"
     return ""
 
 
@@ -342,6 +353,8 @@ def csv_cell(value):
     text = printable(str(value))
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 12] + " [truncated]"
+    # a spreadsheet that splits on ';' or '|' (or a tab, escaped already) starts a cell after it: guard those too
+    text = re.sub(r"([;|,])(\s*)(?=[=+\-@])", r"\1\2'", text)
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
@@ -360,28 +373,45 @@ def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOU
     except NotGradable as why:
         row.update(status="error", reason=f"not graded: {why}; every question scored 0")
         return row
-    try:
-        notebook = json.loads(data)
-        if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-            raise ValueError("no list of cells")
-    except (ValueError, RecursionError) as err:
-        row.update(status="error", reason=f"not a readable notebook ({type(err).__name__}); every question "
-                                          "scored 0")
+    parsed = bounded(_parse_notebook, exercise, data)
+    if parsed is None:
+        row.update(status="error", reason=f"could not be graded: reading the notebook took more than "
+                                          f"{JUDGE_SECONDS} s or {JUDGE_MEMORY / 2**30:.0f} GiB; every question scored 0")
         return row
-    warnings = [_warning_for(exercise, notebook)]
-    run = run_notebook(exercise, data, timeout)
+    problem, warning, data = parsed
+    if problem:
+        row.update(status="error", reason=f"not a readable notebook ({problem}); every question scored 0")
+        return row
+    judged = {}
+
+    def read_and_judge(path):
+        """In a child process with its own CPU and memory limits: read the answers and judge them, so that a
+        pathological answer (a forged shape of a million dimensions, numbers that collide in a hash table)
+        costs its own row only, never the grader's other threads."""
+        result = bounded(_read_and_judge, exercise, reference, questions_of, path)
+        judged["result"] = result
+        return result[0] if result else Run(crashed="")
+
+    run = run_notebook(exercise, data, timeout, read=read_and_judge)
+    result = judged.get("result")
+    row["seconds"] = round(run.seconds, 1)
+    warnings = [warning]
+    if result is None:
+        row["warnings"] = warning
+        row.update(status="error", reason=f"could not be graded: judging its answers took more than "
+                                          f"{JUDGE_SECONDS} s or {JUDGE_MEMORY / 2**30:.0f} GiB; every question scored 0")
+        return row
+    run, verdicts, details = result
     if run.cell_errors:
         first = run.cell_errors[0]
-        more = f" (and {len(run.cell_errors) - 1} more)" if len(run.cell_errors) > 1 else ""
+        more = f" (and {run.n_cell_errors - 1} more)" if run.n_cell_errors > 1 else ""
         error = judge.error_kind(judge.one_line(first.get("error"), 300))  # not the message: it may carry the
-        warnings.append(f"cell {judge.one_line(first.get('cell'), 10)} raised {error}{more}")  # hidden inputs
+        warnings.append(f"{_cell_name(first.get('cell'))} raised {error}{more}")  # hidden inputs
     row["warnings"] = "; ".join(w for w in warnings if w)
-    row["seconds"] = round(run.seconds, 1)
     if run.crashed:
         row.update(status="error", reason=f"could not be graded: {run.crashed}; every question scored 0")
         return row
-    verdicts = judge_run(exercise, reference, questions_of, run)
-    row["details"] = details_of(exercise, questions_of, run)
+    row["details"] = details
     row.update({q: score for q, (score, _) in verdicts.items()})
     row["total"] = sum(score for score, _ in verdicts.values())
     reasons = [reason for _, reason in verdicts.values() if reason]
@@ -392,6 +422,81 @@ def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOU
     return row
 
 
+def _parse_notebook(exercise, data):
+    """(problem or "", warning, bytes to run): a submission read as a notebook. A UTF-8 byte-order mark, which
+    some editors write, is dropped."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        notebook = json.loads(data)
+        if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+            raise ValueError("no list of cells")
+    except (ValueError, RecursionError) as err:
+        return judge.error_kind(type(err).__name__), "", data
+    return "", _warning_for(exercise, notebook), data
+
+
+def _read_and_judge(exercise, reference, questions_of, path):
+    """(run, verdicts, details) of one sandbox's answers file; the run without its answers (they stay here)."""
+    run = _read_output(path)
+    verdicts = judge_run(exercise, reference, questions_of, run) if not run.crashed else {}
+    details = details_of(exercise, questions_of, run)[:MAX_DETAILS]
+    run.answers, run.args = {}, {}
+    run.n_cell_errors, run.cell_errors = len(run.cell_errors), run.cell_errors[:1]
+    return run, verdicts, details
+
+
+def bounded(fn, *args, seconds=JUDGE_SECONDS, memory=JUDGE_MEMORY):
+    """fn(*args) computed in a forked child with its own limits (CPU seconds, address space beyond the grader's
+    own), its result sent back pickled; None if the child runs out of either or dies. The grader's threads go on
+    meanwhile: the parent only waits on a pipe."""
+    import pickle
+    import resource
+    import select
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: limits first, then the work; it never returns into the grader's code
+        code = 1
+        try:
+            os.close(read_end)
+            resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))
+            vsize = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            resource.setrlimit(resource.RLIMIT_AS, (vsize + memory, vsize + memory))
+            try:
+                payload = pickle.dumps(("ok", fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
+            except MemoryError:
+                raise
+            except Exception as err:  # a fault of the grader's code: the caller says so in the row
+                payload = pickle.dumps(("fault", f"{type(err).__name__}: {judge.one_line(err, 200)}"))
+            with os.fdopen(write_end, "wb") as out:
+                out.write(payload)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    chunks, deadline = [], time.monotonic() + 4 * seconds
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+                os.kill(pid, 9)
+                break
+            chunk = os.read(read_end, 2**20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        _, status = os.waitpid(pid, 0)
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        return None
+    kind, value = pickle.loads(b"".join(chunks))
+    if kind == "fault":
+        raise RuntimeError(value)
+    return value
+
+
 class CsvOut:
     """The CSV, a row appended as each submission finishes; rewritten sorted by name at the end. Every cell
     goes through `csv_cell`."""
@@ -400,7 +505,7 @@ class CsvOut:
         self.path, self.columns, self.lock = Path(path), columns, threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.file = open(self.path, "w", newline="", encoding="utf-8")
-        self.writer = csv.DictWriter(self.file, columns, extrasaction="ignore")
+        self.writer = csv.DictWriter(self.file, columns, extrasaction="ignore", quoting=csv.QUOTE_NONNUMERIC)
         self.writer.writeheader()
         self.file.flush()
 
@@ -417,7 +522,7 @@ class CsvOut:
         rows = sorted(rows, key=lambda r: r["submission"])
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, self.columns, extrasaction="ignore")
+            writer = csv.DictWriter(f, self.columns, extrasaction="ignore", quoting=csv.QUOTE_NONNUMERIC)
             writer.writeheader()
             writer.writerows(self._clean(r) for r in rows)
         os.replace(tmp, self.path)
@@ -442,9 +547,15 @@ def submissions_in(folder):
                   key=lambda p: display_name(p.name))
 
 
-def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, report=print):
-    """Grade every notebook in `folder`; write the CSV if `out_csv` is given; return the rows, sorted by name."""
+def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, report=print,
+                 uncapped_memory=False):
+    """Grade every notebook in `folder`; write the CSV if `out_csv` is given; return the rows, sorted by name.
+    Refuses to start where nothing can cap a sandbox's total memory, unless `uncapped_memory` (then it says so)."""
     sandbox.check_available()
+    if not sandbox.memory_capped():
+        if not uncapped_memory:
+            raise sandbox.SandboxUnavailable(f"{sandbox.UNCAPPED}. Fix: {sandbox.UNCAPPED_FIX}")
+        print(f"warning: {sandbox.UNCAPPED} (--uncapped-memory)", file=sys.stderr)
     exercise = load_exercise(autograder_zip)
     submissions = submissions_in(folder)
     out = CsvOut(out_csv, ["submission", *exercise.questions, *COLUMNS_AFTER]) if out_csv else None
@@ -471,13 +582,20 @@ def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, 
                                                             row["warnings"]) if w)
             except Exception as err:  # a fault of the grader itself still leaves a row
                 row = empty_row(exercise, path.name)
-                row.update(status="error", reason=f"the grader failed on this notebook ({type(err).__name__}: "
-                                                  f"{judge.one_line(err, 200)})")
+                row.update(status="error", reason=f"the grader failed on this notebook "
+                                                  f"({judge.error_kind(type(err).__name__)})")
+                row["details"] = [("grader", judge.one_line(f"{type(err).__name__}: {err}", 300))]
             if out:
                 out.add(row)
-            if report:
-                report(display_name(f"{row['submission']}: {row['total']:g}/{row['possible']:g} ({row['status']}, "
-                                    f"{row['seconds']:.0f} s){'  ' + row['reason'] if row['reason'] else ''}"))
+            if report:  # a terminal that cannot print a reason (PYTHONIOENCODING=ascii) never stops the batch
+                line = display_name(f"{row['submission']}: {row['total']:g}/{row['possible']:g} ({row['status']}, "
+                                    f"{row['seconds']:.0f} s){'  ' + row['reason'] if row['reason'] else ''}")
+                for text in (line, line.encode("ascii", "backslashreplace").decode("ascii")):
+                    try:
+                        report(text)
+                        break
+                    except (UnicodeError, OSError):
+                        continue
             return row
 
         rows = list(pool.map(one, submissions))
@@ -518,6 +636,9 @@ def main(argv=None):
     parser.add_argument("out", help="CSV file to write")
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds allowed per submission")
     parser.add_argument("--jobs", type=int, default=2, help="submissions graded at the same time")
+    parser.add_argument("--uncapped-memory", action="store_true",
+                        help="grade even where nothing can cap a sandbox's total memory (an ordinary user without "
+                             "a cgroup of its own); the number of processes is capped all the same")
     args = parser.parse_args(argv)
 
     autograder_zip = Path(args.exercise) if args.exercise.endswith(".zip") else AUTOGRADER / f"{args.exercise}.zip"
@@ -525,7 +646,11 @@ def main(argv=None):
         known = ", ".join(sorted(p.stem for p in AUTOGRADER.glob("*.zip"))) or "none (run make exercises)"
         sys.exit(f"no autograder for {args.exercise!r}: {autograder_zip} does not exist. Known exercises: {known}")
     folder = Path(args.submissions)
-    if not folder.is_dir():
+    try:
+        is_folder = folder.is_dir()
+    except OSError as err:  # a folder on the way that this user cannot enter
+        sys.exit(f"cannot open {args.submissions}: {err.strerror}")
+    if not is_folder:
         sys.exit(f"{args.submissions} is not a folder of submitted notebooks")
     try:
         listed = submissions_in(folder)
@@ -537,7 +662,8 @@ def main(argv=None):
         sys.exit("--timeout must be positive and --jobs at least 1")
     started = time.monotonic()
     try:
-        rows = grade_folder(autograder_zip, folder, args.out, args.timeout, args.jobs)
+        rows = grade_folder(autograder_zip, folder, args.out, args.timeout, args.jobs,
+                            uncapped_memory=args.uncapped_memory)
     except (GradingError, sandbox.SandboxUnavailable) as err:
         sys.exit(f"cannot grade: {err}")
     problems = sum(r["status"] != "graded" for r in rows)

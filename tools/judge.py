@@ -16,6 +16,7 @@ shape or length, nor an exception's message. `Raised.message` keeps the message 
 """
 from __future__ import annotations
 
+import builtins
 import math
 import os
 import re
@@ -27,6 +28,9 @@ DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float3
 TORCH_DTYPES = {"torch.bool": "bool", "torch.uint8": "uint8", "torch.int8": "int8", "torch.int16": "int16",
                 "torch.int32": "int32", "torch.int64": "int64", "torch.float16": "float16",
                 "torch.bfloat16": "float32", "torch.float32": "float32", "torch.float64": "float64"}
+MAX_ITEMS = 1_000_000  # numbers in one answer, as tools/grade_runner.py encodes it
+MAX_DIMS = 32  # NumPy's own limit is 64
+MAX_DICT = 10_000  # items of one dict, as grade_runner.py encodes it
 TOLERANCE = {"float16": (1e-2, 1e-3), "float32": (1e-4, 1e-6), "float64": (1e-6, 1e-9)}  # (rtol, atol)
 
 
@@ -72,7 +76,16 @@ def _array(spec, dtypes):
     dtype, shape, data = spec.get("dtype"), spec.get("shape"), spec.get("data")
     if dtype not in dtypes or not isinstance(shape, list) or not isinstance(data, list):
         raise Malformed("array")
-    if not all(type(n) is int and 0 <= n for n in shape) or math.prod(shape) != len(data):
+    if len(shape) > MAX_DIMS or len(data) > MAX_ITEMS:
+        raise Malformed("array shape")
+    size = 1
+    for n in shape:  # checked before any arithmetic on it: a forged shape of a million dimensions costs nothing
+        if type(n) is not int or not 0 <= n <= MAX_ITEMS:
+            raise Malformed("array shape")
+        size *= n
+        if size > MAX_ITEMS:
+            raise Malformed("array shape")
+    if size != len(data):
         raise Malformed("array shape")
     if not all(type(v) in (int, float, bool) for v in data):
         raise Malformed("array data")
@@ -107,6 +120,8 @@ def _decode(obj):
         items = [_decode(x) for x in v]
         return items if tag == "list" else tuple(items)
     if tag == "dict" and type(v) is list:
+        if len(v) > MAX_DICT:
+            raise Malformed("dict too large")
         out = {}
         for pair in v:
             if type(pair) is not list or len(pair) != 2:
@@ -137,9 +152,16 @@ def one_line(text, limit):
     return " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())[:limit]
 
 
+# The names of Python's own exceptions: the only exception names a reason may show (a submission can define
+# and raise a class of any name, and so write into its reason).
+BUILTIN_EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
+                               if isinstance(obj, type) and issubclass(obj, BaseException))
+
+
 def describe(x):
-    """A short name of a value's type for a learner: 'a float', 'a NumPy array of float64' (never its shape: a
-    reason states nothing the hidden inputs decide)."""
+    """A short name of a value's type for a learner, from the grader's own words only: 'a float', 'a NumPy array
+    of float64' (a dtype decode() accepted), 'a value of another type' for anything else, whatever it calls itself
+    (a submission names its classes, so a class name could carry the hidden inputs); never a shape."""
     if isinstance(x, Tensor):
         return f"a {x.dtype} tensor"
     if isinstance(x, np.ndarray):
@@ -147,10 +169,12 @@ def describe(x):
     if isinstance(x, np.generic):
         return f"a NumPy {x.dtype} scalar"
     if isinstance(x, Other):
-        return f"a {x.type_name}"
+        return "a value of another type"
     if x is None:
         return "None"
     name = type(x).__name__
+    if name not in ("bool", "int", "float", "str", "list", "tuple", "dict"):
+        return "a value of another type"
     return f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
@@ -162,11 +186,12 @@ def _close(got, want, dtype_name):
 
 
 def error_kind(message):
-    """What an exception's one-line message may show a learner: its type ('ValueError: ...' -> 'ValueError'), and
-    for an OSError the system's own text of its errno ('OSError (No space left on device)'), nothing else."""
+    """What an exception's one-line message may show a learner: the name of a built-in exception
+    ('ValueError: ...' -> 'ValueError'), and for an OSError the system's own text of its errno ('OSError (No space
+    left on device)'); any other name, which the submission chose, is 'an exception'."""
     name, _, rest = str(message).partition(":")
     name = name.strip()
-    if not (name.isidentifier() and len(name) <= 60):
+    if name not in BUILTIN_EXCEPTIONS:
         return "an exception"
     found = re.match(r"\s*\[Errno (\d{1,4})\] ", rest)
     if found:
@@ -196,7 +221,7 @@ def same(got, want, what="the answer"):
         if set(got) != set(want):
             raise Wrong(f"{what} has the wrong keys")
         for key in want:
-            same(got[key], want[key], f"{what}[{one_line(repr(key), 40)}]")
+            same(got[key], want[key], f"an item of {what}")  # not the key: the hidden inputs may decide it
     elif isinstance(want, Tensor):
         if got.dtype != want.dtype:
             raise Wrong(f"{what} is {describe(got)}; expected {describe(want)}")

@@ -98,6 +98,32 @@ def _take_hints(cell):
     return hints if any(hints) else None
 
 
+def _reason_problems(source):
+    """The `Wrong(...)` calls of a # CHECKS cell whose reason is built from anything but the grader's own words:
+    a reason reaches the learner, so it may be string literals and `describe(...)` of a value (the grader's
+    fixed vocabulary of kinds), never a formatted value, which the hidden inputs or the submission decide."""
+    import ast
+
+    def trusted(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return True
+        if isinstance(node, ast.JoinedStr):
+            return all(isinstance(v, ast.Constant) or (
+                isinstance(v, ast.FormattedValue) and v.conversion == -1 and v.format_spec is None
+                and isinstance(v.value, ast.Call) and getattr(v.value.func, "id", None) == "describe")
+                for v in node.values)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return trusted(node.left) and trusted(node.right)
+        return False
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Wrong":
+            if len(node.args) != 1 or node.keywords or not trusted(node.args[0]):
+                found.append(f"line {node.lineno}: {ast.get_source_segment(source, node)[:80]}")
+    return found
+
+
 def split_master(name):
     """The master without its hidden cells, the text of probes.py and checks.py taken from them, the
     questions, and the stepped hints of the public tests ({question: [[ask, recipe] or None per test case]})."""
@@ -121,6 +147,10 @@ def split_master(name):
         elif cell.cell_type == "code" and cell.source.startswith("# PROBES"):
             probes.append(cell.source.strip() + "\n")
         elif cell.cell_type == "code" and cell.source.startswith("# CHECKS"):
+            bad = _reason_problems(cell.source)
+            if bad:
+                raise RuntimeError(f"solutions/{name}.md: a reason formats a value (the learner would read what "
+                                   f"the hidden inputs or the submission decide): {'; '.join(bad)}")
             checks.append(cell.source.strip() + "\n")
         elif cell.cell_type == "code" and cell.source.startswith("# WRONG"):
             pass  # planted wrong answers: read by planted_answers() for the tests, never exported

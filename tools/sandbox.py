@@ -129,10 +129,18 @@ def host_user():
     return uid, uid
 
 
-def command(argv, grading_dir, extra_env=None, seccomp_fd=None, staged=None):
-    """The bwrap command line that runs `argv` in a fresh sandbox with `grading_dir` at /grading (read-only).
-    `seccomp_fd` is an open descriptor from which bwrap reads the filter; `staged` {path: staging folder}
-    mounts those host paths from where the caller bound them (see `_stage`)."""
+# Run first inside the sandbox, before `argv`: RLIMIT_NPROC set there, after bwrap made the sandbox's user
+# namespace, counts only the tasks of that namespace (the kernel's per-namespace counts, Linux 5.14 and later),
+# so a fork bomb is stopped at max_processes without root and without touching the instructor's own budget
+# (set before bwrap, the same limit would count every process of the instructor's uid).
+LAUNCH = ("import os, resource, sys; n = int(sys.argv[1]); "
+          "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execv(sys.argv[2], sys.argv[2:])")
+
+
+def command(argv, grading_dir, extra_env=None, seccomp_fd=None, staged=None, max_processes=MAX_PROCESSES):
+    """The bwrap command line that runs `argv` in a fresh sandbox with `grading_dir` at /grading (read-only),
+    at most `max_processes` tasks in it. `seccomp_fd` is an open descriptor from which bwrap reads the filter;
+    `staged` {path: staging folder} mounts those host paths from where the caller bound them (see `_stage`)."""
     bwrap = bwrap_path()
     if not bwrap:
         raise SandboxUnavailable(INSTALL_HINT)
@@ -156,7 +164,8 @@ def command(argv, grading_dir, extra_env=None, seccomp_fd=None, staged=None):
         args += ["--setenv", key, value]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
-    return [*args, *argv]
+    launch = [str(Path(sys.prefix) / "bin" / "python"), "-I", "-S", "-c", LAUNCH, str(max_processes)]
+    return [*args, *launch, shutil.which(argv[0]) or argv[0], *argv[1:]]
 
 
 class _Cgroup:
@@ -352,7 +361,8 @@ def run(argv, grading_dir, output_dir, timeout, memory_bytes=MEMORY_BYTES, max_p
             for i, path in enumerate([*environment_paths(), Path(grading_dir)]):
                 (staging / str(i)).mkdir(mode=0o755)
                 staged[str(path)] = str(staging / str(i))
-        cmd = command(argv, grading_dir, extra_env, seccomp_fd=seccomp_fd, staged=staged)
+        cmd = command(argv, grading_dir, extra_env, seccomp_fd=seccomp_fd, staged=staged,
+                      max_processes=process_cap(max_processes))
         cgroup = _Cgroup(memory_bytes, max_processes)
         procs_files = cgroup.procs_files
 
@@ -402,6 +412,47 @@ def run(argv, grading_dir, output_dir, timeout, memory_bytes=MEMORY_BYTES, max_p
         cgroup.close()
         _remove_staging(staging)  # bound in the child's own mount namespace only: here, empty folders
     return Outcome(None if timed_out else proc.returncode, timed_out, time.monotonic() - started, stdout, stderr)
+
+
+def _nproc_headroom():
+    """How many more tasks this uid may start under its own RLIMIT_NPROC (None when unlimited or root)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft == resource.RLIM_INFINITY or os.geteuid() == 0:
+        return None
+    uid, used = os.getuid(), 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                used += int(fields.get("Threads", "1"))
+        except (OSError, KeyError, ValueError):
+            continue
+    return max(0, soft - used)
+
+
+def process_cap(max_processes=MAX_PROCESSES):
+    """Tasks one sandbox may have: MAX_PROCESSES, or less where the instructor's own RLIMIT_NPROC leaves little
+    (a quarter of what is left, so that neighbours and the grader can still start theirs)."""
+    headroom = _nproc_headroom()
+    return max_processes if headroom is None else max(4, min(max_processes, headroom // 4))
+
+
+def memory_capped():
+    """Whether this grader can cap a sandbox's total memory: it can make a cgroup of its own (as root, or in a
+    cgroup delegated to it, e.g. under `systemd-run --user --scope -p Delegate=yes`)."""
+    cgroup = _Cgroup(MEMORY_BYTES, MAX_PROCESSES)
+    try:
+        return bool(cgroup.dirs)
+    finally:
+        cgroup.close()
+
+
+UNCAPPED = ("nothing here can cap a sandbox's total memory: the grader runs as an ordinary user without a cgroup "
+            "of its own, so a notebook's processes could together take more than "
+            f"{MEMORY_BYTES / 2**30:.0f} GiB of the instructor's memory (the number of processes is capped all "
+            "the same)")
+UNCAPPED_FIX = ("run it as root, or in a delegated cgroup: systemd-run --user --scope -p Delegate=yes make grade "
+                "...; or pass --uncapped-memory to grade anyway (see docs/instructors.md)")
 
 
 def check_available():

@@ -37,6 +37,10 @@ X32_SYSCALL_BIT = 0x40000000
 CLONE_NAMESPACES = (0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000
                     | 0x40000000)  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+# socket(domain, ...) and socketpair(domain, ...): only these families (AF_UNIX, AF_INET, AF_INET6, AF_NETLINK),
+# as Docker's default profile; others, AF_VSOCK among them (not namespaced: it reaches the host's agents),
+# fail with EAFNOSUPPORT, which programs take as "no such family here"
+SOCKET_FAMILIES = (1, 2, 10, 16)
 
 # Refused by number: name -> errno. The numbers of each architecture are in SYSCALLS.
 DENY = {name: errno.EPERM for name in (
@@ -58,7 +62,7 @@ DENY.update({name: errno.ENOSYS for name in (
 # (tests/test_seccomp.py checks both tables against the headers where they are installed).
 SYSCALLS = {
     "x86_64": dict(
-        ioctl=16, clone=56, ptrace=101, syslog=103, setsid=112, uselib=134, vhangup=153, modify_ldt=154,
+        ioctl=16, socket=41, socketpair=53, clone=56, ptrace=101, syslog=103, setsid=112, uselib=134, vhangup=153, modify_ldt=154,
         pivot_root=155, _sysctl=156, adjtimex=159, chroot=161, acct=163, settimeofday=164, mount=165,
         umount2=166, swapon=167, swapoff=168, reboot=169, sethostname=170, setdomainname=171, iopl=172,
         ioperm=173, init_module=175, delete_module=176, quotactl=179, nfsservctl=180, lookup_dcookie=212,
@@ -119,6 +123,12 @@ def instructions(arch=None):
              _insn(BPF_JEQ_K, TIOCLINUX, jt=1, jf=0),
              _insn(BPF_RET_K, RET_ALLOW),
              _insn(BPF_RET_K, RET_ERRNO | errno.EPERM)]
+    # socket(domain, ...), socketpair(domain, ...): the families of SOCKET_FAMILIES only
+    n = len(SOCKET_FAMILIES)
+    for call in ("socket", "socketpair"):
+        prog += [_insn(BPF_JEQ_K, numbers[call], jt=0, jf=n + 3), _insn(BPF_LD_W_ABS, low_arg(0))]
+        prog += [_insn(BPF_JEQ_K, family, jt=n - i, jf=0) for i, family in enumerate(SOCKET_FAMILIES)]
+        prog += [_insn(BPF_RET_K, RET_ERRNO | errno.EAFNOSUPPORT), _insn(BPF_RET_K, RET_ALLOW)]
     prog.append(_insn(BPF_RET_K, RET_ALLOW))
     return prog
 

@@ -55,10 +55,11 @@ def _mount(src, dest, flags, fstype=None, data=None):
                        None if fstype is None else fstype.encode(), flags, None if data is None else data.encode())
 
 
-def run_grader(args, mode, env, timeout):
-    """Run `python -m tools.grade` with `args`; mode "root" (as this process, which must be root) or "user"."""
+def run_grader(args, mode, env, timeout, python_args=None):
+    """Run `python -m tools.grade` with `args` (or python with `python_args`); mode "root" (as this process,
+    which must be root) or "user"."""
     root = Path(__file__).resolve().parents[2]
-    cmd = [sys.executable, "-m", "tools.grade", *map(str, args)]
+    cmd = [sys.executable, *(python_args or ["-m", "tools.grade", *map(str, args)])]
     env = {**env, "PYTHONPATH": str(root)}  # the authors' package, `tools`, from the repository root
     if mode == "root" or os.geteuid() != 0:
         return subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=timeout)

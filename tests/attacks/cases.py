@@ -45,6 +45,7 @@ CASES = [
          warning="lost its otter metadata"),
     dict(name="honest_raising_cell", base="solved", cells=["1 / 0"], expect="full",
          warning="ZeroDivisionError"),
+    dict(name="honest_utf8_bom", base="solved", cells=[], bom=True, expect="full"),
     dict(name="honest_magics_and_prints", base="solved",
          cells=["%matplotlib inline\n!ls /\nfor i in range(200_000):\n    print('working', i)"], expect="full"),
 
@@ -381,7 +382,7 @@ while True:
     pass
 '''], expect="zero", status="timeout"),
     dict(name="attack_e1_huge_assignment_name", base="solved", cells=[], assignment_name="x" * 20_000_000,
-         expect="full", warning="the notebook says it is"),
+         expect="full", warning="names another exercise"),
     dict(name="attack_e2_echo_hidden_inputs", base="solved", cells=['''
 def longest_context(*args):
     raise ValueError("LEAKED-ARGS " + repr(args))
@@ -422,4 +423,37 @@ for fd in range(0, 64):
         pass
 os._exit(0)
 '''], expect="zero", status="graded", reason="cannot read"),
+
+    # ---- third round: text the submission chooses must not reach a reason or a warning (a packed leak of
+    # the hidden inputs rebuilt them from the feedback files, 14 bits a CJK character)
+    dict(name="attack_h1_type_name_carries_text", base="solved", cells=['''
+Packed = type("LEAKMARKER\u4e00\u4e01", (), {"__module__": "LEAKMARKER-module"})
+
+def requests_that_fit(*args):
+    return Packed()
+'''], expect=5, reason="q5 (requests_that_fit)", absent="LEAKMARKER"),
+    dict(name="attack_h1_exception_name_carries_text", base="solved", cells=['''
+LeakError = type("LEAKMARKERError", (ValueError,), {})
+
+def longest_context(*args):
+    raise LeakError("x")
+'''], expect=5, reason="raised an exception", absent="LEAKMARKER"),
+    dict(name="attack_h1_cell_raises_a_named_exception", base="solved",
+         cells=['raise type("LEAKMARKERCell", (Exception,), {})("x")'], expect="full",
+         warning="raised an exception", absent="LEAKMARKER"),
+    dict(name="attack_h1_forged_cell_record", base="solved", cells=['''
+import json, os
+record = json.dumps({"cell_error": {"cell": "LEAKMARKER", "error": "LEAKMARKERE: x"}}) + "\\n"
+for fd in range(3, 64):
+    try:
+        os.write(fd, record.encode())
+    except OSError:
+        pass
+'''], expect="full", absent="LEAKMARKER"),
+    dict(name="attack_h1_metadata_name_carries_text", base="solved", cells=[], assignment_name="LEAKMARKER",
+         expect="full", warning="names another exercise", absent="LEAKMARKER"),
+    dict(name="attack_h1_check_formats_the_answer", base="solved", cells=['''
+def longest_context(*args):
+    return 918273645  # a check that formats the answer would write it into the reason
+'''], expect=5, reason="q6 (longest_context)", absent="918273645"),
 ]

@@ -1,0 +1,133 @@
+"""The course on a newer stack: `make newer-stack` (or python -m tools.newer_stack [--python 3.13] [--venv DIR]).
+
+For a maintainer bumping the pins; it downloads several GB (PyPI's newest PyTorch comes with its CUDA
+libraries, and runs on the CPU), so it is not part of `make test`. In a virtual environment of a newer
+Python holding only what a hosted notebook such as Colab starts with (the newest torch, numpy, matplotlib,
+ipykernel), it
+
+1. runs every Colab notebook of notebooks/ in an empty folder, from its own first cell, which installs the
+   course package from this checkout (COURSE_SOURCE) exactly as it would from GitHub on Colab;
+2. runs the goldens of tests/golden/ under nbval there, in a one-thread kernel, and lists every cell that
+   prints otherwise than the golden, with the first differing line.
+
+It prints a report and writes it to _build/newer-stack.txt. pip's own configuration is ignored
+(PIP_CONFIG_FILE=/dev/null), so a local wheel cache or cap does not stand in for PyPI.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTED = ["torch", "numpy", "matplotlib", "ipykernel", "nbclient", "nbformat", "nbval", "pytest"]
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def find_python(version: str) -> str:
+    for candidate in (f"python{version}", str(Path.home() / f".pyenv/versions/{version}/bin/python")):
+        found = shutil.which(candidate) or (candidate if Path(candidate).exists() else None)
+        if found:
+            return found
+    versions = sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python"))
+    if versions:
+        return str(versions[-1])
+    sys.exit(f"no Python {version} found (install it, or pass --python with another version)")
+
+
+def run(cmd, **kw):
+    print("$", " ".join(map(str, cmd)), flush=True)
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def prepare(venv: Path, python: str, env: dict) -> Path:
+    py = venv / "bin" / "python"
+    if not py.exists():
+        run([python, "-m", "venv", str(venv)])
+    run([py, "-m", "pip", "install", "-q", "--upgrade", *HOSTED], env=env)
+    run([py, "-m", "pip", "uninstall", "-q", "-y", "book", "otter-grader"], env=env)  # as on Colab
+    run([py, "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"], env=env)
+    return py
+
+
+def versions(py: Path) -> str:
+    code = ("import sys, torch, numpy, matplotlib; print(sys.version.split()[0], torch.__version__, "
+            "numpy.__version__, matplotlib.__version__)")
+    return subprocess.run([py, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def run_colab_notebooks(py: Path, env: dict) -> list[str]:
+    """Every notebook of notebooks/, alone in an empty folder, run from the top: the failures."""
+    code = r"""
+import sys, nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+try:
+    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}}).execute()
+    print("ok")
+except Exception as e:
+    print("FAILED:", str(e).strip().splitlines()[-1][:300])
+"""
+    failures = []
+    for nb in sorted((ROOT / "notebooks").rglob("*.ipynb")):
+        with tempfile.TemporaryDirectory() as folder:
+            copy = Path(folder) / nb.name
+            shutil.copy(nb, copy)
+            out = subprocess.run([py, "-c", code, str(copy), folder], capture_output=True, text=True,
+                                 env={**env, "COURSE_SOURCE": str(ROOT)}).stdout.strip()
+        line = f"colab {nb.relative_to(ROOT)}: {out.splitlines()[-1] if out else 'no output'}"
+        print(line, flush=True)
+        if not out.endswith("ok"):
+            failures.append(line)
+    return failures
+
+
+def run_goldens(py: Path, env: dict) -> list[str]:
+    """nbval on every golden, in a one-thread kernel: each cell that prints otherwise, and how."""
+    cmd = [py, "-m", "pytest", "-q", "--noconftest", "-p", "no:cacheprovider", "-o", "addopts=",
+           "--nbval", "--nbval-sanitize-with", str(ROOT / "tests" / "sanitize.cfg"),
+           "--nbval-cell-timeout=900", "--nbval-kernel-name", "python3", *sorted(map(str, (ROOT / "tests" / "golden").glob("*.ipynb")))]
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**env, **ONE_THREAD}, cwd=ROOT / "chapters")
+    differing = []
+    for block in re.split(r"\n_{5,} ", done.stdout):
+        m = re.match(r"(\S+\.ipynb::Cell \d+)", block)
+        if m:
+            first = next((l for l in block.splitlines() if l.startswith(("-", "+")) and not l.startswith(("---", "+++"))), "")
+            differing.append(f"golden {m.group(1)}: {first[:200]}")
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
+    print("goldens:", summary)
+    return differing + [f"goldens: {summary}"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--python", default="3.12", help="the newer Python (default 3.12)")
+    parser.add_argument("--venv", type=Path, help="the environment to make or reuse "
+                        "(default ~/.cache/transformer-course-newer/pyX.Y)")
+    args = parser.parse_args()
+    venv = args.venv or Path.home() / ".cache" / "transformer-course-newer" / f"py{args.python}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV", "BOOK_"))}
+    env |= {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "BOOK_CACHE": tempfile.mkdtemp(prefix="newer-stack-cache-")}
+    py = prepare(venv, find_python(args.python), env)
+    stack = versions(py)
+    print("stack (python torch numpy matplotlib):", stack, flush=True)
+    report = [f"stack (python torch numpy matplotlib): {stack}"]
+    report += run_colab_notebooks(py, env) or ["colab: every notebook ran from its own install cell"]
+    report += run_goldens(py, env)
+    out = ROOT / "_build" / "newer-stack.txt"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text("\n".join(report) + "\n")
+    print("\n".join(report))
+    print(f"written to {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
