@@ -16,10 +16,6 @@ DEFINING = {
         ("4 to 6", "positions of the six-token example sentence that row 3 must not see"),
         ("positions 1 to 6", "the positions of the six-token example sentence"),
     ],
-    "03_teacher_forcing": [
-        ("token 2, and so on", "counting the tokens one by one"),
-        ("scored in 1 pass", "teacher forcing: one pass per sequence, by definition"),
-    ],
     "04_kv_cache": [
         ("step 3 pushes", "the step of the loop the section follows, named in the section before"),
         ("$2 \\times n_\\text{layers}", "keys and values: two tensors, the factor of the formula"),
