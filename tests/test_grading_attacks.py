@@ -561,3 +561,21 @@ def test_a_cell_that_a_spreadsheet_splits_on_a_semicolon_is_no_formula():
     for text in (";=HYPERLINK(1)", "a;=1+1", "b; -2+3", "c|@SUM(1)"):
         cell = grade.csv_cell(text)
         assert not any(part.lstrip().startswith(grade.FORMULA_STARTS) for part in re.split(r"[;|,]", cell)), cell
+
+
+@pytest.mark.parametrize("name", sorted(grade.BY_HAND))
+def test_a_by_hand_rule_flags_an_alias_and_not_the_solution(name):
+    """Third round: binding the forbidden function under another name before a check replaces it scored full
+    marks. The rule is now a static read of the learner's own definitions: an alias, a helper or a base class that
+    reaches a forbidden name is flagged for the instructor; the solution's own code, read as a learner's, is not."""
+    exercise = grade.load_exercise(ROOT / "autograder" / f"{name}.zip")
+    solution = json.loads(exercise.solution)
+    assert grade.by_hand_warnings(name, solution, frozenset()) == [], "the solution itself is flagged"
+    for question, (definitions, forbidden) in grade.BY_HAND[name].items():
+        owner, _, attr = forbidden[0].rpartition(".")
+        module = {"tiny": "book.tiny"}.get(owner, "torch.nn.functional")
+        cheat = {"cells": [
+            {"cell_type": "code", "source": f"from {module} import {attr} as _library"},
+            {"cell_type": "code", "source": f"def {definitions[0]}(*args, **kwargs):\n    return _library(*args)"}]}
+        warnings = grade.by_hand_warnings(name, cheat, exercise.template)
+        assert any(w.startswith(f"{question} asks for its own code") for w in warnings), (question, warnings)

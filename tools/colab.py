@@ -45,9 +45,9 @@ def setup_cell(exercise: str | None = None) -> str:
         "",
         f'SOURCE = os.environ.get("COURSE_SOURCE", "https://github.com/{repo}")',
         f'BRANCH = "{branch}"',
+        'pip = [sys.executable, "-m", "pip", "install", "-q"]',
         'if importlib.util.find_spec("book") is None:',
         '    where = SOURCE if os.path.isdir(SOURCE) else f"git+{SOURCE}@{BRANCH}"',
-        '    pip = [sys.executable, "-m", "pip", "install", "-q"]',
         '    subprocess.run([*pip, "--no-deps", where], check=True)',
         '    importlib.invalidate_caches()',
     ]

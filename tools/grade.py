@@ -79,6 +79,7 @@ class Exercise:
     probes: str  # grading/probes.py: the hidden inputs (goes into each sandbox)
     checks: dict  # check_qN functions from grading/checks.py (stay here)
     solution: bytes  # the solved notebook
+    template: frozenset = frozenset()  # the sources of the solution's code cells, stripped (not the learner's)
 
 
 def load_exercise(autograder_zip):
@@ -93,7 +94,13 @@ def load_exercise(autograder_zip):
         raise GradingError(f"{autograder_zip} is not a grading zip of this course ({err}): run `make exercises`")
     checks = dict(judge.CHECK_NAMES)
     exec(compile(checks_source, f"{autograder_zip}:grading/checks.py", "exec"), checks)
-    return Exercise(meta["name"], meta["questions"], probes, checks, solution)
+    try:
+        cells = json.loads(solution).get("cells", [])
+        template = frozenset("".join(c["source"]).strip() if isinstance(c["source"], list) else c["source"].strip()
+                             for c in cells if c.get("cell_type") == "code")
+    except (ValueError, KeyError, AttributeError, TypeError):
+        template = frozenset()
+    return Exercise(meta["name"], meta["questions"], probes, checks, solution, template)
 
 
 def question_names(autograder_zip):
@@ -422,6 +429,96 @@ def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOU
     return row
 
 
+# The questions that ask for a computation by hand, and what their definitions must not reach. An in-process
+# check cannot enforce "do not call X" against code that owns the interpreter (it can bind X under another name
+# before any check replaces it), so the grade scores what can be scored and a static read of the learner's own
+# code flags a definition that reaches one of these names, directly, through an alias, a helper or a base
+# class, or that looks names up dynamically: a warning for the instructor to check by hand.
+BY_HAND = {
+    "01_next_token_prediction": {"q5": (("losses_by_hand",), ("cross_entropy", "log_softmax", "nll_loss",
+                                                               "CrossEntropyLoss", "NLLLoss", "LogSoftmax"))},
+    "08_using_pytorch": {"q5": (("model_loss",), ("cross_entropy", "log_softmax", "nll_loss", "CrossEntropyLoss",
+                                                  "NLLLoss", "LogSoftmax"))},
+    "11_build_the_gpt": {q: (names, ("tiny.Attention", "tiny.Block", "tiny.TinyGPT", "tiny.train",
+                                     "tiny.generate", "tiny.AdamW"))
+                         for q, names in (("q1", ("CausalSelfAttention",)), ("q2", ("Block",)), ("q3", ("GPT",)),
+                                          ("q4", ("train",)), ("q5", ("generate",)))},
+}
+DYNAMIC = {"getattr", "eval", "exec", "__import__", "import_module", "globals", "vars", "__dict__", "compile"}
+
+
+def by_hand_warnings(exercise_name, notebook, template_sources):
+    """One warning per question of BY_HAND whose definition, in the learner's own cells (not those of the
+    exercise's template), reaches a forbidden name or looks names up dynamically; in the grader's words."""
+    import ast
+
+    rules = BY_HAND.get(exercise_name)
+    if not rules:
+        return []
+    trees = []
+    for cell in notebook.get("cells", []):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        if source.strip() in template_sources:
+            continue
+        try:
+            trees.append(ast.parse("\n".join("pass" if l.lstrip().startswith(("%", "!")) else l
+                                             for l in source.splitlines())))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    defined, aliases = {}, {}
+    for tree in trees:
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined[node.name] = node
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            aliases.setdefault(name.id, []).append(node.value)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    module = getattr(node, "module", None) or ""
+                    qualified = f"{module.split('.')[-1]}.{alias.name}" if module else alias.name
+                    aliases.setdefault(alias.asname or alias.name.split(".")[0], []).append(
+                        ast.Constant(value=f"{module} {alias.name} {qualified}"))
+
+    def mentioned(node):
+        names = set()
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                names.add(sub.id)
+            elif isinstance(sub, ast.Attribute):
+                names.add(sub.attr)
+                if isinstance(sub.value, ast.Name):
+                    names.add(f"{sub.value.id}.{sub.attr}")
+            elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and len(sub.value) < 200:
+                names |= set(sub.value.split()) | set(sub.value.replace(".", " ").split())
+        return names
+
+    warnings = []
+    for question, (definitions, forbidden) in rules.items():
+        seen, todo, reached = set(), [d for d in definitions if d in defined], set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            nodes = [defined[name]] if name in defined else aliases.get(name, [])
+            for node in nodes:
+                names = mentioned(node)
+                reached |= names
+                todo += [n for n in names if n in defined or n in aliases]
+        hits = sorted(set(forbidden) & reached)
+        if hits or reached & DYNAMIC:
+            what = ", ".join(hits) if hits else "a name looked up at run time"
+            warnings.append(f"{question} asks for its own code, and its definition reaches {what}: check it by hand")
+    return warnings
+
+
 def _parse_notebook(exercise, data):
     """(problem or "", warning, bytes to run): a submission read as a notebook. A UTF-8 byte-order mark, which
     some editors write, is dropped."""
@@ -433,7 +530,8 @@ def _parse_notebook(exercise, data):
             raise ValueError("no list of cells")
     except (ValueError, RecursionError) as err:
         return judge.error_kind(type(err).__name__), "", data
-    return "", _warning_for(exercise, notebook), data
+    warnings = [_warning_for(exercise, notebook), *by_hand_warnings(exercise.name, notebook, exercise.template)]
+    return "", "; ".join(w for w in warnings if w), data
 
 
 def _read_and_judge(exercise, reference, questions_of, path):

@@ -111,6 +111,24 @@ def environment_paths():
     return out
 
 
+def _editable_target():
+    """Where the virtual environment's editable install of the course package looks for `book` (setuptools'
+    finder), or None: a second checkout sharing one venv grades with its own `book/`, bound there."""
+    import glob
+    import importlib.util
+
+    for site in {p for p in sys.path if p.endswith("site-packages")}:
+        for finder in glob.glob(os.path.join(site, "__editable___book_*_finder.py")):
+            try:
+                spec = importlib.util.spec_from_file_location("_course_finder", finder)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                return Path(module.MAPPING["book"])
+            except (OSError, KeyError, AttributeError, SyntaxError, ImportError):
+                return None
+    return None
+
+
 def host_user():
     """(uid, gid) the sandbox runs as on the host when the grader is root; None when it is not root (then the
     sandbox runs as the grader's own, unprivileged, user)."""
@@ -155,6 +173,9 @@ def command(argv, grading_dir, extra_env=None, seccomp_fd=None, staged=None, max
     for path in [*environment_paths(), Path(grading_dir)]:
         dest = "/grading" if path == Path(grading_dir) else str(path)
         args += ["--ro-bind", str(staged.get(str(path), path)), dest]
+    target = _editable_target()
+    if target and target != ROOT / "book":  # the venv's editable install points at another checkout: this
+        args += ["--ro-bind", str(staged.get(str(ROOT / "book"), ROOT / "book")), str(target)]  # one's book there
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
     env = {"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin", "TMPDIR": "/tmp",
            "MPLCONFIGDIR": "/tmp/matplotlib", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0",
