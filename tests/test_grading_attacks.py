@@ -455,7 +455,9 @@ def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
             if mode == "user":
                 give_to_ordinary_user(folder, out.parent)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp)}
-            result = run_grader([EXERCISE, folder, out, "--timeout", 20, "--jobs", 2], mode, env, timeout=600)
+            uncapped = ["--uncapped-memory"] if mode == "user" and not _capped_as(mode) else []
+            result = run_grader([EXERCISE, folder, out, "--timeout", 20, "--jobs", 2, *uncapped], mode, env,
+                                timeout=600)
             assert result.returncode == 0, result.stderr[-2000:]
             rows = {r["submission"]: r for r in _read_rows(out)}
             honest = [rows[f"honest_{i}.ipynb"] for i in range(3)]
@@ -579,3 +581,34 @@ def test_a_by_hand_rule_flags_an_alias_and_not_the_solution(name):
             {"cell_type": "code", "source": f"def {definitions[0]}(*args, **kwargs):\n    return _library(*args)"}]}
         warnings = grade.by_hand_warnings(name, cheat, exercise.template)
         assert any(w.startswith(f"{question} asks for its own code") for w in warnings), (question, warnings)
+
+
+def test_a_lookup_table_of_leaked_inputs_scores_nothing_on_a_fresh_run(tmp_path):
+    """Third round: submissions rebuilt the hidden inputs from their feedback, then scored full marks with
+    functions that only look answers up in a table keyed by their arguments. Each run now draws fresh inputs
+    from its own seed: the same table scores full marks on the run it was built from, and 0 on the next."""
+    if not sandbox.bwrap_path():
+        unavailable(sandbox.INSTALL_HINT)
+    zip_path = ROOT / "autograder" / f"{EXERCISE}.zip"
+    leaked = grade.load_exercise(zip_path, seed=1)
+    reference = grade.reference_answers(leaked, 120)
+    questions_of = grade.probe_functions(leaked, reference)
+    table = {}
+    for (question, function), args, answer in zip(questions_of, reference.args, reference.answers):
+        table.setdefault(function, {})[repr(tuple(args))] = answer
+    lines = ["TABLE = " + repr({f: {k: (int(v) if type(v) is int else float(v)) for k, v in d.items()}
+                                for f, d in table.items()})]
+    for function in table:
+        lines.append(f"def {function}(*args):\n    return TABLE[{function!r}].get(repr(args), 0)")
+    blank = nbformat.read(ROOT / "exercises" / f"{EXERCISE}.ipynb", as_version=4)
+    blank.cells.append(nbformat.v4.new_code_cell("\n".join(lines)))
+    folder = tmp_path / "submissions"
+    folder.mkdir(parents=True)
+    tmp_path.chmod(0o755)
+    nbformat.write(blank, folder / "lookup.ipynb")
+    same_run = grade.grade_folder(zip_path, folder, timeout=60, jobs=1, report=None, seed=1,
+                                  uncapped_memory=True)[0]
+    fresh_run = grade.grade_folder(zip_path, folder, timeout=60, jobs=1, report=None, seed=2,
+                                   uncapped_memory=True)[0]
+    assert same_run["total"] == same_run["possible"], same_run["reason"]
+    assert fresh_run["total"] == 0, fresh_run["reason"]

@@ -80,10 +80,22 @@ class Exercise:
     checks: dict  # check_qN functions from grading/checks.py (stay here)
     solution: bytes  # the solved notebook
     template: frozenset = frozenset()  # the sources of the solution's code cells, stripped (not the learner's)
+    seed: int = 0  # this run's seed of the fresh inputs (the details file records it)
 
 
-def load_exercise(autograder_zip):
-    """An exercise's grading files from its autograder zip (written by tools/make_exercises.py)."""
+SEED_LINE = "SEED = 0\n"  # in probes.py's prelude (tools/make_exercises.py): replaced by each run's own seed
+
+
+def with_seed(probes, seed):
+    """probes.py with this run's seed for its fresh inputs."""
+    if SEED_LINE not in probes:
+        raise GradingError("the autograder zip predates fresh inputs: run `make exercises`")
+    return probes.replace(SEED_LINE, f"SEED = {int(seed)}\n", 1)
+
+
+def load_exercise(autograder_zip, seed=None):
+    """An exercise's grading files from its autograder zip (written by tools/make_exercises.py), its fresh
+    inputs drawn from `seed` (a new one when None)."""
     try:
         with zipfile.ZipFile(autograder_zip) as z:
             meta = json.loads(z.read("grading/questions.json"))
@@ -94,13 +106,17 @@ def load_exercise(autograder_zip):
         raise GradingError(f"{autograder_zip} is not a grading zip of this course ({err}): run `make exercises`")
     checks = dict(judge.CHECK_NAMES)
     exec(compile(checks_source, f"{autograder_zip}:grading/checks.py", "exec"), checks)
+    import secrets
+
+    seed = secrets.randbits(63) if seed is None else seed
+    probes = with_seed(probes, seed)
     try:
         cells = json.loads(solution).get("cells", [])
         template = frozenset("".join(c["source"]).strip() if isinstance(c["source"], list) else c["source"].strip()
                              for c in cells if c.get("cell_type") == "code")
     except (ValueError, KeyError, AttributeError, TypeError):
         template = frozenset()
-    return Exercise(meta["name"], meta["questions"], probes, checks, solution, template)
+    return Exercise(meta["name"], meta["questions"], probes, checks, solution, template, seed)
 
 
 def question_names(autograder_zip):
@@ -599,8 +615,8 @@ class CsvOut:
     """The CSV, a row appended as each submission finishes; rewritten sorted by name at the end. Every cell
     goes through `csv_cell`."""
 
-    def __init__(self, path, columns):
-        self.path, self.columns, self.lock = Path(path), columns, threading.Lock()
+    def __init__(self, path, columns, seed=0):
+        self.path, self.columns, self.lock, self.seed = Path(path), columns, threading.Lock(), seed
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.file = open(self.path, "w", newline="", encoding="utf-8")
         self.writer = csv.DictWriter(self.file, columns, extrasaction="ignore", quoting=csv.QUOTE_NONNUMERIC)
@@ -627,6 +643,7 @@ class CsvOut:
         with open(details_path(self.path), "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow(["submission", "where", "detail"])
+            writer.writerow(["(this run)", "seed", f"fresh inputs drawn from seed {self.seed} (--seed repeats them)"])
             for row in rows:
                 for where, detail in row.get("details", []):
                     writer.writerow([csv_cell(row["submission"]), csv_cell(where), csv_cell(detail)])
@@ -646,7 +663,7 @@ def submissions_in(folder):
 
 
 def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, report=print,
-                 uncapped_memory=False):
+                 uncapped_memory=False, seed=None):
     """Grade every notebook in `folder`; write the CSV if `out_csv` is given; return the rows, sorted by name.
     Refuses to start where nothing can cap a sandbox's total memory, unless `uncapped_memory` (then it says so)."""
     sandbox.check_available()
@@ -654,9 +671,9 @@ def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, 
         if not uncapped_memory:
             raise sandbox.SandboxUnavailable(f"{sandbox.UNCAPPED}. Fix: {sandbox.UNCAPPED_FIX}")
         print(f"warning: {sandbox.UNCAPPED} (--uncapped-memory)", file=sys.stderr)
-    exercise = load_exercise(autograder_zip)
+    exercise = load_exercise(autograder_zip, seed)
     submissions = submissions_in(folder)
-    out = CsvOut(out_csv, ["submission", *exercise.questions, *COLUMNS_AFTER]) if out_csv else None
+    out = CsvOut(out_csv, ["submission", *exercise.questions, *COLUMNS_AFTER], exercise.seed) if out_csv else None
     rows = []
     names_of = {}  # (device, inode) -> the names of one regular file: hard links are graded, and flagged
     for path in submissions:
@@ -734,6 +751,8 @@ def main(argv=None):
     parser.add_argument("out", help="CSV file to write")
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds allowed per submission")
     parser.add_argument("--jobs", type=int, default=2, help="submissions graded at the same time")
+    parser.add_argument("--seed", type=int, help="the seed of the fresh hidden inputs (default: a new one each "
+                                                 "run, recorded in the details file)")
     parser.add_argument("--uncapped-memory", action="store_true",
                         help="grade even where nothing can cap a sandbox's total memory (an ordinary user without "
                              "a cgroup of its own); the number of processes is capped all the same")
@@ -761,7 +780,7 @@ def main(argv=None):
     started = time.monotonic()
     try:
         rows = grade_folder(autograder_zip, folder, args.out, args.timeout, args.jobs,
-                            uncapped_memory=args.uncapped_memory)
+                            uncapped_memory=args.uncapped_memory, seed=args.seed)
     except (GradingError, sandbox.SandboxUnavailable) as err:
         sys.exit(f"cannot grade: {err}")
     problems = sum(r["status"] != "graded" for r in rows)

@@ -54,6 +54,23 @@ function it calls and the arguments; `probe_with` passes the function to a drive
 `what` says what kind of input a probe is ("a window that must crop"), for the learner's feedback:
 a reason names the kind of input that broke an answer, never the input itself.
 """
+import random as _random
+
+# The seed of this grading run's fresh inputs: tools/grade.py writes a new one for every run (the instructor
+# can give it with --seed to repeat a run), so inputs a submission leaked from one run are worth nothing in
+# the next. `fresh(low, high)` is a whole number, `fresh_float(low, high)` a real one, drawn from it.
+SEED = 0
+_FRESH = _random.Random(SEED)
+
+
+def fresh(low, high):
+    return _FRESH.randint(low, high)
+
+
+def fresh_float(low, high):
+    return _FRESH.uniform(low, high)
+
+
 PROBES = []
 
 
