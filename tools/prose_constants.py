@@ -33,6 +33,8 @@ DEFINING = {
     ],
     "08_using_pytorch": [
         ("position 4", "the example position the chapter studies (counted from 0 in code, as 3)"),
-        ("$2 \\times n_\\text{layers}", "keys and values: two tensors, the factor of the formula"),
+    ],
+    "08_using_pytorch_lab": [
+        ("position 4", "the example position the chapter studies (counted from 0 in code, as 3)"),
     ],
 }
