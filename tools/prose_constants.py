@@ -24,8 +24,13 @@ DEFINING = {
         ("position 4", "the example position the chapter studies (counted from 0 in code, as 3)"),
         ("4-grams", "the name of the repetition measure: runs of four tokens"),
     ],
+    "07_where_next": [
+        ("Llama 2 models", "the name of a model family, not a figure"),
+    ],
     "08_using_pytorch": [
         ("position 4", "the example position the chapter studies (counted from 0 in code, as 3)"),
-        ("$2 \\times n_\\text{layers}", "keys and values: two tensors, the factor of the formula"),
+    ],
+    "08_using_pytorch_lab": [
+        ("position 4", "the example position the chapter studies (counted from 0 in code, as 3)"),
     ],
 }
