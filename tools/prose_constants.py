@@ -8,7 +8,7 @@ phrase the chapter no longer contains.
 DEFINING = {
     "01_next_token_prediction": [
         ("to 1. Write", "chances add up to 1: what a distribution is"),
-        ("A chance of 1 costs nothing", "-ln 1 = 0, from the definition of the loss"),
+        ("probability of 1 costs nothing", "-ln 1 = 0, from the definition of the loss"),
     ],
     "02_causal_mask": [
         ("adds up to 1", "a row of softmax weights sums to 1 by construction"),
