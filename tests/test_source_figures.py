@@ -35,8 +35,7 @@ def test_table_is_well_formed():
 
 
 # pages of the course that mirror no source page, so have no source figures to print
-NOT_FROM_THE_SOURCE = {"11_the_model_in_one_file": "the appendix shows the course's own model, book/tiny.py",
-                       "06_context_window_lab": "the lab of chapter 6; its lesson prints the source figures"}
+NOT_FROM_THE_SOURCE = {"11_the_model_in_one_file": "the appendix shows the course's own model, book/tiny.py"}
 
 
 def test_every_chapter_has_rows():
