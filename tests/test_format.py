@@ -32,3 +32,34 @@ def test_the_check_fails_on_a_long_line_and_on_unformatted_code(tmp_path):
     assert run.returncode == 1
     assert f"{bad}:4: the cell would be reformatted" in run.stdout
     assert f"{bad}:5: line of 99 characters (at most 77)" in run.stdout
+
+
+COLUMN = 77  # characters of the site's output column, as of its code column
+
+
+def wide_output_lines(nb):
+    """(cell number, line) of every printed line wider than the page's column, in a golden notebook."""
+    from tools.notebooks import code_cells, output_text
+
+    return [(i, line) for i, cell in enumerate(code_cells(nb), 1)
+            for line in output_text(cell).splitlines() if len(line) > COLUMN]
+
+
+@pytest.mark.parametrize("page", built_site.chapter_pages(), ids=lambda p: p.removeprefix("chapters/"))
+def test_printed_output_fits_the_page(page):
+    """No printed line is wider than the column it is shown in (a wider one scrolls sideways): wrap it or
+    tabulate it in the cell that prints it."""
+    from tools.notebooks import read_golden
+
+    wide = wide_output_lines(read_golden(page.removeprefix("chapters/")))
+    assert not wide, "\n".join(f"{page}.md, cell {i}: {len(line)} characters: {line[:90]}" for i, line in wide[:10])
+
+
+def test_a_wide_printed_line_is_found():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print('x' * 78)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * 78 + "\nshort\n")]
+    nb.cells = [cell]
+    assert wide_output_lines(nb) == [(1, "x" * 78)]
