@@ -30,7 +30,9 @@ from tools.notebooks import GOLDEN, ROOT, chapter_names
 
 # the chapters that compute with PyTorch: those that train, load or sample the tiny trained models, and those
 # whose other torch computations (a training step, a fused attention) could round differently on another path
-CHAPTERS = [name for name in chapter_names() if "import torch" in (ROOT / "chapters" / f"{name}.md").read_text()]
+# (a lesson may load them through book.tiny without importing torch itself)
+CHAPTERS = [name for name in chapter_names()
+            if any(s in (ROOT / "chapters" / f"{name}.md").read_text() for s in ("import torch", "tiny.trained_model("))]
 PATHS = {
     "plain": tiny.PLAIN_PATH,  # the path the unmasked run ships from
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"},
