@@ -31,8 +31,9 @@ from tools.notebooks import GOLDEN, ROOT, chapter_names
 # the chapters that compute with PyTorch: those that train, load or sample the tiny trained models, and those
 # whose other torch computations (a training step, a fused attention) could round differently on another path
 # (a lesson may load them through book.tiny without importing torch itself)
+TORCH_USES = ("import torch", "tiny.trained_model(")
 CHAPTERS = [name for name in chapter_names()
-            if any(s in (ROOT / "chapters" / f"{name}.md").read_text() for s in ("import torch", "tiny.trained_model("))]
+            if any(use in (ROOT / "chapters" / f"{name}.md").read_text() for use in TORCH_USES)]
 PATHS = {
     "plain": tiny.PLAIN_PATH,  # the path the unmasked run ships from
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"},
