@@ -12,7 +12,8 @@ on that path, not loaded), with nbval, and every output must equal the golden:
   not already the path of the goldens' run.
 
 The same plain-path run checks that the shipped weights of the unmasked model (book/data/tiny_unmasked.pt)
-are what its recipe trains, bit for bit (chapter 2's last cell retrains it there, into that cache).
+are what its recipe trains, bit for bit: the check trains the whole run there itself, in that cache, and
+the first tiny.RETRAIN_STEPS steps that chapter 2's lab retrained there must be the shipped run's first losses.
 Timing cells (nbval-ignore-output) are left out, as in the goldens' run; the sanitizers of
 tests/sanitize.cfg apply.
 """
@@ -29,7 +30,10 @@ from tools.notebooks import GOLDEN, ROOT, chapter_names
 
 # the chapters that compute with PyTorch: those that train, load or sample the tiny trained models, and those
 # whose other torch computations (a training step, a fused attention) could round differently on another path
-CHAPTERS = [name for name in chapter_names() if "import torch" in (ROOT / "chapters" / f"{name}.md").read_text()]
+# (a lesson may load them through book.tiny without importing torch itself)
+TORCH_USES = ("import torch", "tiny.trained_model(")
+CHAPTERS = [name for name in chapter_names()
+            if any(use in (ROOT / "chapters" / f"{name}.md").read_text() for use in TORCH_USES)]
 PATHS = {
     "plain": tiny.PLAIN_PATH,  # the path the unmasked run ships from
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"},
@@ -86,9 +90,12 @@ def test_the_goldens_print_the_same_on_another_cpu_path(path, tmp_path):
 
 
 def _the_shipped_unmasked_run_is_its_recipe_trained(env):
-    """Chapter 2 retrained the unmasked model into this cache on the plain path: it must be the shipped one."""
+    """The unmasked run trained on the plain path, whole here and its first steps by chapter 2's lab (into this
+    cache), must be the shipped one."""
     code = ("import torch; from book import tiny\n"
             "shipped, shipped_losses = tiny.trained_model(causal=False)\n"
+            "_, first = tiny.trained_model(causal=False, shipped=False, steps=tiny.RETRAIN_STEPS)\n"
+            "assert first == shipped_losses[:tiny.RETRAIN_STEPS], 'the first steps differ'\n"
             "here, losses = tiny.trained_model(causal=False, shipped=False)\n"
             "assert losses == shipped_losses, 'losses differ'\n"
             "for (k, a), (_, b) in zip(here.state_dict().items(), shipped.state_dict().items()):\n"

@@ -11,7 +11,6 @@ DEFINING = {
         ("probability of 1 costs nothing", "-ln 1 = 0, from the definition of the loss"),
     ],
     "02_causal_mask": [
-        ("adds up to 1", "a row of softmax weights sums to 1 by construction"),
         ("still sums to 1", "a row of softmax weights sums to 1 by construction"),
         ("4 to 6", "positions of the six-token example sentence that row 3 must not see"),
         ("positions 1 to 6", "the positions of the six-token example sentence"),
