@@ -12,6 +12,9 @@
 - Docutils writes the bibliography as `<div role="list" class="citation-list">` around entries whose role
   is `doc-biblioentry`; a list without list items is a critical ARIA error (axe: aria-required-children).
   The entries keep their own role; the wrapper loses its `role="list"`.
+- pydata-sphinx-theme folds a sidebar entry that has pages under it (a lesson and its lab) into a
+  `<details>` whose `<summary>` holds only a decorative chevron: axe finds no name for it (summary-name,
+  serious). Each written page's summary gets an aria-label when the build ends.
 - MyST-NB's merge of a cell's stream outputs (nb_merge_streams) strips each piece's trailing white space and
   adds a newline, but the kernel cuts a stream wherever a flush falls, often between a printed line and its
   newline: the page then shows a blank line that was never printed (and the merged text was written back
@@ -58,6 +61,19 @@ def citation_list_without_list_role(app, pagename, templatename, context, doctre
     if "body" in context:
         context["body"] = context["body"].replace('<div role="list" class="citation-list">',
                                                   '<div class="citation-list">')
+
+
+TOGGLE = '<summary><span class="toctree-toggle" role="presentation">'
+NAMED_TOGGLE = '<summary aria-label="Show or hide the pages under it"><span class="toctree-toggle" role="presentation">'
+
+
+def name_the_sidebar_toggles(app, exception):
+    """The theme writes the sidebar in its templates, outside the page body: the written pages are fixed."""
+    if exception is None and app.builder.format == "html":
+        for page in Path(app.outdir).rglob("*.html"):
+            html = page.read_text()
+            if TOGGLE in html:
+                page.write_text(html.replace(TOGGLE, NAMED_TOGGLE))
 
 
 def default_to_system_mode(app, config):
@@ -124,4 +140,5 @@ def setup(app):
     app.connect("config-inited", default_to_system_mode)
     app.connect("html-page-context", keep_each_script_once, priority=900)
     app.connect("html-page-context", citation_list_without_list_role)
+    app.connect("build-finished", name_the_sidebar_toggles)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -21,6 +21,8 @@ DEFINING = {
     ],
     "05_sampling": [
         ("position 4", "the example position the chapter studies (counted from 0 in code, as 3)"),
+    ],
+    "05_sampling_lab": [
         ("4-grams", "the name of the repetition measure: runs of four tokens"),
     ],
     "07_where_next": [
