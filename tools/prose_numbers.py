@@ -107,16 +107,22 @@ class Cell:
     literal_labels: dict = field(default_factory=dict)  # canonical literal -> label words of its source lines
     machine_dependent: bool = False  # tagged nbval-ignore-output: what it prints differs from run to run
 
-    def vouches(self, value, context=None):
-        """The cell prints `value` or has it as a literal; a figure, given the words of the prose sentence
-        that states it (`context`), must be printed by a labelled segment sharing a word with that sentence."""
-        if context is None or not is_figure(value):
+    def vouches(self, value, context=None, strict=False):
+        """The cell prints `value` or has it as a literal. Given the words and unit of the prose sentence that
+        states it (`context`): a figure that is a slip away from another value nearby (rule 5) must be printed
+        in a segment, or held on a line of code, that shares a word with the sentence; and (strict) any value
+        the cell prints under a label must share a word of that label, a value it prints only where nothing
+        labels it (a list, a row of bare numbers) or holds as a literal tying by itself."""
+        if context is None or not (strict or is_figure(value)):
             return value in self.literals or value in self.printed
-        words, unit = context
-        if any(w & words for w in self.literal_labels.get(value, ())):
-            return True
-        return any(w & words and (not unit or u in (unit, ""))
-                   for u, w in zip(self.unitlist.get(value, ()), self.labels.get(value, ())))
+        words, unit, slip = (*context, False)[:3]
+        fits = lambda w, u: shares(w, words) and (not unit or u in (unit, ""))  # noqa: E731
+        printed = list(zip(self.labels.get(value, ()), self.unitlist.get(value, ())))
+        if not strict:
+            return any(fits(w, "") for w in self.literal_labels.get(value, ())) or any(fits(w, u) for w, u in printed)
+        if not printed:  # an input only: its line of code is its label, if it has one
+            printed = [(w, "") for w in self.literal_labels.get(value, ())]
+        return any(not (w - CODE_WORDS) or fits(w, u) for w, u in printed)
 
 
 @dataclass(frozen=True)
@@ -369,7 +375,8 @@ def cell_of(index, line, section, cell, gold):
                 unitlist.setdefault(value, []).append(unit)
     where = {}  # literals of folded plot cells count too: alt texts describe their axes
     literals = code_literals(cell.source, where)
-    literal_labels = {v: [label_words(re.sub(r"[_\W\d]+", " ", src)) for src in srcs] for v, srcs in where.items()}
+    literal_labels = {v: [frozenset(w for w in label_words(re.sub(r"[_\W\d]+", " ", src)) if len(w) > 2)
+                          for src in srcs] for v, srcs in where.items()}  # a name of two letters (ks, np) labels nothing
     return Cell(index, line, section, printed, literals, labels, unitlist, literal_labels,
                 "nbval-ignore-output" in cell.metadata.get("tags", []))
 
@@ -434,6 +441,10 @@ def written_exemption(clean, value, span):
     before = clean[:span[0]]
     if CROSS_REFERENCE.search(before):
         return "cross-reference"
+    if not before.strip() and re.match(r"[.)] ", clean[span[1]:span[1] + 2]):
+        return "list marker"  # "1. **The trained length.**": the number of an item of an ordered list
+    if re.search(r"[A-Za-z]-$", before):
+        return "part of a name"  # GPT-2, Llama-2: a hyphen joins it to a word
     if re.fullmatch(r"(19|20)\d\d", value) and clean[span[1]:span[1] + 1] == ")" and (
             CITATION_YEAR.search(before) or before.endswith("(")):
         return "year of a publication"
@@ -453,7 +464,7 @@ def printing(cell):
     return bool(cell.printed or cell.literals)
 
 
-def local_cells(chapter, section_id, paragraph_lines):
+def local_cells(chapter, section_id, paragraph_lines, strict=True):
     """The cells a paragraph of a section with code cells is held against (rule 2): every cell of its section
     and of the sections it belongs to that stands above the paragraph, and the one cell right after it; a
     caption or alt text, its own cell and those above."""
@@ -474,6 +485,11 @@ then has have had who which what when where while there their them they our you 
 about over under after before only also more most less least same other just out off now how why very much
 many any some such both either nor yet own here been being does did done get gets got let lets may might
 shall should must use used uses using of to in on at is it as an by or be we if no so up do he she me my us""".split())
+# words of plotting and array code, which label no number of a cell's source: ax.set_xticks(range(1, 25))
+CODE_WORDS = frozenset("""ax axe fig figsize plt subplot np arange array range enumerate set str int float xtick ytick
+xlabel ylabel xlim ylim xytext xy axvline axhline linewidth linestyle color colour marker label annotate text
+zip len round print torch tensor append bar barh plot ha va fontsize alpha legend grid pad padd width height
+ink dtype geomspace logspace linspace float16 float32 float64 bfloat16 int64 bool unique astype""".split())
 UNITS = set("nat token time gib mib kib tib byte us ms".split())
 
 
@@ -530,6 +546,13 @@ def stem(word):
     return word
 
 
+def shares(label, words):
+    """A label shares a word with the sentence: the same stem, or one a prefix of the other of three letters or
+    more ('ref' and 'reference', 'cach' and 'cached')."""
+    return any(a == b or (min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a)))
+               for a in label for b in words)
+
+
 def label_words(text):
     """The label words of a text: words of two letters or more, lower case, stemmed, no stop words or units."""
     words = set()
@@ -537,7 +560,7 @@ def label_words(text):
         w = w.strip("'-")
         if len(w) < 2 or w in STOP:
             continue
-        w = stem(w)
+        w = w[:-1] if w[:-1] in UNITS else stem(w)  # "times" is the unit time, not a word "tim"
         if w not in UNITS and w not in STOP:
             words.add(w)
     return frozenset(words)
@@ -551,19 +574,21 @@ def sentence_words(para, line, offset):
             start = len(text) + offset
         text += ln.text + " "
     clean = ROLE_OR_LINK.sub(lambda m: " " * len(m.group(0)), text)
-    begin = max((m.end() for m in SENTENCE_END.finditer(clean, 0, start)), default=0)
+    ends = [0] + [m.end() for m in SENTENCE_END.finditer(clean, 0, start)]
+    begin = ends[-2] if len(ends) > 1 else 0  # the sentence before counts too: it often names the subject
     end = next((m.end() for m in SENTENCE_END.finditer(clean, start)), len(clean))
     return label_words(NUMBER.sub(" ", clean[begin:end]))
 
 
-def problems(chapter, only=None):
-    """Every stated number that the rule does not tie to a code cell, as Problems (of the paragraphs `only`)."""
+def problems(chapter, only=None, strict=True):
+    """Every stated number that the rule does not tie to a code cell, as Problems (of the paragraphs `only`).
+    `strict=False` holds the page to the rule as it stood before it was tightened (a page being rewritten)."""
     found = []
     for para in paragraphs(chapter, only):
         stated = stated_in(chapter, para)
         if stated:
-            pool, scope = cells_in_scope(chapter, para, stated)
-            found += untied(chapter, stated, pool, scope)
+            pool, scope = cells_in_scope(chapter, para, stated, strict)
+            found += untied(chapter, stated, pool, scope, strict)
     return found
 
 
@@ -583,35 +608,38 @@ def stated_in(chapter, para):
             for line in para for value, offset, _ in stated_numbers(chapter, line)[0]]
 
 
-def cells_in_scope(chapter, para, stated):
+def cells_in_scope(chapter, para, stated, strict=True):
     """The cells a paragraph is held against, and the scope in words: those of its section above it (rule 2),
     or, in a section whose cells print nothing, those of the sections that restate its numbers (rule 3)."""
     section = chapter.sections[para[0].section]
     has_cells = {c.section for c in chapter.cells if printing(c)}
     if has_cells & ({section.index} | set(section.parents)):
-        return local_cells(chapter, section.index, para), f'no code cell of its section "{section.title}"'
+        return local_cells(chapter, section.index, para, strict), f'no code cell of its section "{section.title}"'
     need = min(2, len({v for _, v, _ in stated}))
-    eligible = [t for t in chapter.sections if t.level == 2 and len(vouched(chapter, t, stated)) >= need]
+    eligible = [t for t in chapter.sections if t.level == 2 and len(vouched(chapter, t, stated, strict)) >= need]
     pool = [c for c in chapter.cells if any(c.section in t.within for t in eligible)]
     names = ", ".join(f'"{t.title}"' for t in eligible) or "none"
     return pool, f"no section that prints at least {need} of the paragraph's numbers ({names})"
 
 
-def vouched(chapter, section, stated):
+def vouched(chapter, section, stated, strict=True):
     """The stated values that the cells of a section (with its subsections) print or have as literals."""
     cells = [c for c in chapter.cells if c.section in set(section.within)]
-    return {v for _, v, w in stated if any(c.vouches(v, w) for c in cells)}
+    return {v for _, v, w in stated if any(c.vouches(v, w, strict) for c in cells)}
 
 
-def untied(chapter, stated, pool, scope):
+def untied(chapter, stated, pool, scope, strict=True):
     """The stated numbers that no cell of the pool ties (rule 5: by its label, when a slip of it is printed too)."""
     # rule 5's neighbours: a timing that happens to print a value one slip away on this run is no neighbour
     printed_here = set().union(*[c.printed for c in pool if not c.machine_dependent])
     found = []
     for line, value, words in stated:
-        if not slips(value) & printed_here:
+        slip = bool(slips(value) & printed_here)
+        if not strict and not slip:
             words = None  # no neighbouring value printed nearby: the value alone ties it
-        if not any(c.vouches(value, words) for c in pool):
+        elif strict:
+            words = (*words, slip)
+        if not any(c.vouches(value, words, strict) for c in pool):
             near = sorted(((c, abs(c.line - line.number)) for c in pool), key=lambda cd: (cd[1], cd[0].line))
             labelled_only = words is not None and any(value in c.printed for c in pool)  # rule 5, not a missing print
             why = unlabelled(value, words, printed_here) if labelled_only else scope
@@ -635,66 +663,3 @@ def describe_rule():
     listed = "\n".join(f"  {name}: " + "; ".join(f'"{p}" ({why})' for p, why in entries)
                        for name, entries in sorted(DEFINING.items()))
     return f"{rule}\n\nDefining constants (tools/prose_constants.py):\n{listed or '  (none)'}"
-
-
-# ----------------------------------------------------------------------------------------------------
-# the mutation self-test: change each stated number in memory and see whether the check notices
-
-
-def last_digit(written):
-    """'1.31' -> '1.32', '0.9' -> '0.8' (a 9 goes down), '2,048' -> '2,049'."""
-    d = written[-1]
-    return written[:-1] + ("8" if d == "9" else str(int(d) + 1))
-
-
-def times_ten(written):
-    """Ten times the value, written to the same precision, as a cell's format string would print it:
-    '1.31' -> '13.10', '0.9' -> '9.0', '0.07' -> '0.70', '952' -> '9520', '2,048' -> '20,480', '6' -> '60'."""
-    digits = written.replace(",", "")
-    decimals = len(digits.partition(".")[2])
-    value = int(digits.replace(".", "")) * 10  # exact: the digits as an integer, then the point put back
-    text = str(value).rjust(decimals + 1, "0")
-    whole, frac = (text[:-decimals], text[-decimals:]) if decimals else (text, "")
-    if "," in written:
-        whole = f"{int(whole):,}"
-    return whole + ("." + frac if decimals else "")
-
-
-MUTATIONS = {"last digit": last_digit, "x10": times_ten}
-
-
-@dataclass
-class Mutant:
-    chapter: str
-    line: int
-    original: str
-    mutant: str
-    kind: str
-    figure: bool
-    caught: bool
-    text: str
-
-    def __str__(self):
-        return (f"chapters/{self.chapter}.md:{self.line}: {self.original} -> {self.mutant} ({self.kind}) "
-                f"not caught: {self.text.strip()[:90]}")
-
-
-def mutants(chapter):
-    """Every mutant of every stated number of the chapter (rule exemptions 4a-c left alone), checked."""
-    before = {(p.line, p.stated) for p in problems(chapter)}
-    results = []
-    for line in chapter.lines:
-        checked, exempt = stated_numbers(chapter, line)
-        targets = checked + [e for e in exempt if e[2] == "defining constant"]
-        for value, offset, _ in targets:
-            m = NUMBER.match(line.text, offset)
-            written = line.text[offset:m.end()]
-            for kind, mutate in MUTATIONS.items():
-                new = mutate(written)
-                if float(new.replace(",", "")) == float(written.replace(",", "")):
-                    continue  # ten times zero is zero: no mutant
-                text = line.text[:offset] + new + line.text[offset + len(written):]
-                after = problems(chapter.mutated(line.number, text), only={line.paragraph})
-                caught = any((p.line, p.stated) not in before for p in after)
-                results.append(Mutant(chapter.name, line.number, written, new, kind, is_figure(value), caught, line.text))
-    return results
