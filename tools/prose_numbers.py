@@ -106,6 +106,7 @@ class Cell:
     unitlist: dict = field(default_factory=dict)  # canonical number -> the word after it, per printing segment
     literal_labels: dict = field(default_factory=dict)  # canonical literal -> label words of its source lines
     machine_dependent: bool = False  # tagged nbval-ignore-output: what it prints differs from run to run
+    rows: list = field(default_factory=list)  # the set of numbers of each output line
 
     def vouches(self, value, context=None, strict=False):
         """The cell prints `value` or has it as a literal. Given the words and unit of the prose sentence that
@@ -363,10 +364,11 @@ def check_captions(name, index, cell, header_lines):
 
 def cell_of(index, line, section, cell, gold):
     """A code cell as the check sees it: what its golden printed, with labels, and its literals."""
-    printed, labels, unitlist = {}, {}, {}
+    printed, labels, unitlist, rows = {}, {}, {}, []
     for out_line in output_text(gold).splitlines():
         if FIGURE_REPR.match(out_line.strip()):  # "<Figure size 700x300 with 1 Axes>" is no figure
             continue
+        rows.append({value for value, _, _ in numbers_in(out_line)})
         for value, _, _ in numbers_in(out_line):
             printed.setdefault(value, out_line.strip())
         for segment in segments(out_line):
@@ -378,7 +380,7 @@ def cell_of(index, line, section, cell, gold):
     literal_labels = {v: [frozenset(w for w in label_words(re.sub(r"[_\W\d]+", " ", src)) if len(w) > 2)
                           for src in srcs] for v, srcs in where.items()}  # a name of two letters (ks, np) labels nothing
     return Cell(index, line, section, printed, literals, labels, unitlist, literal_labels,
-                "nbval-ignore-output" in cell.metadata.get("tags", []))
+                "nbval-ignore-output" in cell.metadata.get("tags", []), rows)
 
 
 def labelled(segment):
@@ -567,7 +569,8 @@ def label_words(text):
 
 
 def sentence_words(para, line, offset):
-    """The label words of the sentence of paragraph `para` that holds the number at `offset` of `line`."""
+    """The label words of the sentence of paragraph `para` that holds the number at `offset` of `line` (and of
+    the sentence before it), and where that sentence starts in the paragraph (which sentence it is)."""
     text, start = "", 0
     for ln in para:
         if ln is line or ln.number == line.number:
@@ -577,7 +580,7 @@ def sentence_words(para, line, offset):
     ends = [0] + [m.end() for m in SENTENCE_END.finditer(clean, 0, start)]
     begin = ends[-2] if len(ends) > 1 else 0  # the sentence before counts too: it often names the subject
     end = next((m.end() for m in SENTENCE_END.finditer(clean, start)), len(clean))
-    return label_words(NUMBER.sub(" ", clean[begin:end]))
+    return label_words(NUMBER.sub(" ", clean[begin:end])), ends[-1]
 
 
 def problems(chapter, only=None, strict=True):
@@ -603,9 +606,12 @@ def paragraphs(chapter, only=None):
 
 def stated_in(chapter, para):
     """(line, value, (label words of its sentence, its unit)) of each number of the paragraph the rule checks."""
-    return [(line, value, (sentence_words(para, line, offset),
-                           unit_after(line.text, NUMBER.match(line.text, offset).end())))
-            for line in para for value, offset, _ in stated_numbers(chapter, line)[0]]
+    out = []
+    for line in para:
+        for value, offset, _ in stated_numbers(chapter, line)[0]:
+            words, sentence = sentence_words(para, line, offset)
+            out.append((line, value, (words, unit_after(line.text, NUMBER.match(line.text, offset).end())), sentence))
+    return out
 
 
 def cells_in_scope(chapter, para, stated, strict=True):
@@ -615,7 +621,7 @@ def cells_in_scope(chapter, para, stated, strict=True):
     has_cells = {c.section for c in chapter.cells if printing(c)}
     if has_cells & ({section.index} | set(section.parents)):
         return local_cells(chapter, section.index, para, strict), f'no code cell of its section "{section.title}"'
-    need = min(2, len({v for _, v, _ in stated}))
+    need = min(2, len({v for _, v, *_ in stated}))
     eligible = [t for t in chapter.sections if t.level == 2 and len(vouched(chapter, t, stated, strict)) >= need]
     pool = [c for c in chapter.cells if any(c.section in t.within for t in eligible)]
     names = ", ".join(f'"{t.title}"' for t in eligible) or "none"
@@ -625,7 +631,7 @@ def cells_in_scope(chapter, para, stated, strict=True):
 def vouched(chapter, section, stated, strict=True):
     """The stated values that the cells of a section (with its subsections) print or have as literals."""
     cells = [c for c in chapter.cells if c.section in set(section.within)]
-    return {v for _, v, w in stated if any(c.vouches(v, w, strict) for c in cells)}
+    return {v for _, v, w, *_ in stated if any(c.vouches(v, w, strict) for c in cells)}
 
 
 def untied(chapter, stated, pool, scope, strict=True):
@@ -633,18 +639,34 @@ def untied(chapter, stated, pool, scope, strict=True):
     # rule 5's neighbours: a timing that happens to print a value one slip away on this run is no neighbour
     printed_here = set().union(*[c.printed for c in pool if not c.machine_dependent])
     found = []
-    for line, value, words in stated:
+    for line, value, words, sentence in stated:
         slip = bool(slips(value) & printed_here)
         if not strict and not slip:
             words = None  # no neighbouring value printed nearby: the value alone ties it
         elif strict:
             words = (*words, slip)
-        if not any(c.vouches(value, words, strict) for c in pool):
+        tied = any(c.vouches(value, words, strict) for c in pool)
+        figures = {v for _, v, _, k in stated if k == sentence and is_figure(v) and any(v in c.printed for c in pool)}
+        if tied and strict and figures and not is_figure(value):  # rule 6: a small integer goes with its figures
+            others = {v for _, v, _, k in stated if k == sentence and v != value}
+            tied = any(value in row and row & others for c in pool for row in c.rows) or any(
+                value in c.literals and figures & set(c.printed) for c in pool)  # or an input of the cell
+            if not tied:
+                found.append(Problem(chapter.name, line.number, value, line.text, apart(value, figures), []))
+                continue
+        if not tied:
             near = sorted(((c, abs(c.line - line.number)) for c in pool), key=lambda cd: (cd[1], cd[0].line))
             labelled_only = words is not None and any(value in c.printed for c in pool)  # rule 5, not a missing print
             why = unlabelled(value, words, printed_here) if labelled_only else scope
             found.append(Problem(chapter.name, line.number, value, line.text, why, near))
     return found
+
+
+def apart(value, figures):
+    """Rule 6's reason: the small integer is printed, but on no output line with a figure of its sentence."""
+    return (f"(rule 6) its sentence states {', '.join(sorted(figures, key=float))}, printed nearby, and no output line"
+            f" prints {value} beside one of them: say which row it belongs to, as the output does, and no code cell of"
+            f" the section")
 
 
 def unlabelled(value, words, printed_here):
