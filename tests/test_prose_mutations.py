@@ -12,14 +12,16 @@ from dataclasses import dataclass
 
 import pytest
 
+from test_prose import PENDING_REWRITE  # pages being rewritten elsewhere: not yet held to the floors
 from tools import prose_numbers as P
 from tools.notebooks import NUMBER, chapter_names
 
 FIGURES_MIN, SMALL_INTEGERS_MIN = 0.995, 0.90
 
-# Pages still being rewritten on other branches: held to the rule as it stood before it was tightened
-# (tests/test_prose.py), and not yet to the floors. TEMPORARY: the merger of each rewrite empties its entry.
-PENDING_REWRITE = {"02_causal_mask", "05_sampling", "09_recap_quiz", "10_model_card"}
+# TEMPORARY: pages whose prose does not yet let the check reach the floors, each with the rates it reaches
+# now (figures, small integers), which it must keep until it meets the floors and leaves this table.
+BELOW_FLOOR = {
+}
 
 
 def shift(written, places):
@@ -127,7 +129,7 @@ def table(found):
 def test_the_mutations_are_what_they_say():
     assert [MUTATIONS[k]("1.52") for k in MUTATIONS] == ["1.53", "1.51", "15.20", "0.152", "152"]
     assert [MUTATIONS[k]("100") for k in MUTATIONS] == ["101", "99", "1000", "10.0", None]
-    assert [MUTATIONS[k]("2,048") for k in MUTATIONS] == ["2,049", "2,047", "20,480", "2,048.0", None]
+    assert [MUTATIONS[k]("2,048") for k in MUTATIONS] == ["2,049", "2,047", "20,480", "204.8", None]
     assert [MUTATIONS[k]("0") for k in MUTATIONS][:2] == ["1", None]
     assert MUTATIONS["last digit +1"]("0.9") == "1.0" and MUTATIONS["x10"]("0.07") == "0.70"
     assert MUTATIONS["point dropped"]("0.000655") == "655"
@@ -139,9 +141,19 @@ def all_mutants():
 
 
 def test_mutations_are_caught_overall(all_mutants):
+    """Every lesson and lab together (pending pages left out) reaches the floors; prints what it missed."""
     found = [m for page in all_mutants.values() for m in page]
-    print("\n" + table(found))
-    print("\n".join(str(m) for m in found if not m.caught))
+    missed = "\n".join(str(m) for m in found if not m.caught)
+    print("\n" + table(found) + "\n" + missed)
+    for figure, floor in ((True, FIGURES_MIN), (False, SMALL_INTEGERS_MIN)):
+        mine = [m for m in found if m.figure == figure]
+        assert sum(m.caught for m in mine) / len(mine) >= floor, f"{table(found)}\n{missed}"
+
+
+def test_pages_below_the_floors_are_listed_with_what_they_reach(all_mutants):
+    for name, floors in BELOW_FLOOR.items():
+        assert name in all_mutants, f"BELOW_FLOOR names {name}, which is no page held to the floors"
+        assert floors < (FIGURES_MIN, SMALL_INTEGERS_MIN) or floors[1] < SMALL_INTEGERS_MIN, name
 
 
 @pytest.mark.parametrize("name", chapter_names())
@@ -150,7 +162,8 @@ def test_mutations_are_caught_on_every_page(name, all_mutants):
         pytest.skip(f"{name} is being rewritten elsewhere (PENDING_REWRITE): floors not yet held")
     found = all_mutants[name]
     missed = "\n".join(str(m) for m in found if not m.caught)
-    for figure, floor, label in ((True, FIGURES_MIN, "figure"), (False, SMALL_INTEGERS_MIN, "small-integer")):
+    floors = BELOW_FLOOR.get(name, (FIGURES_MIN, SMALL_INTEGERS_MIN))
+    for figure, floor, label in ((True, floors[0], "figure"), (False, floors[1], "small-integer")):
         mine = [m for m in found if m.figure == figure]
         if mine:
             caught = sum(m.caught for m in mine)
