@@ -65,19 +65,20 @@ RULE = """\
    checked.
 5. A printed value is stated with its label. A cell prints a number in output *segments* (a line cut at
    ";", "|" and ", "); the segment's label is its words (two letters or more, stemmed, not a stop word, a
-   unit or a word of code such as torch, float32, ax, np). A cell ties a stated number it prints only if
-   one such segment has no label (a printed list or array, [0.198 0.126 ...], a row of bare numbers) or
-   shares a label word with the sentence that states the number or the sentence before it (the same stem,
-   or one a prefix of the other of three letters or more: "ref" and "reference"); and when the prose
-   writes a unit right after the number (nats, tokens, GiB, us, times, requests, ...) the segment writes
-   the same unit after it, or none. A number the cell does not print but holds as a literal ties when its
-   line of code has no label word of three letters or more, or shares one with the sentences. This holds
-   for every number, figure (a decimal, or an integer of three digits or more) or small integer. Print a
-   result with its label, as the house style does: print(f"held-out loss: {loss:.2f} nats").
+   unit or a word of code such as torch, float32, ax, np). A cell ties a stated number it prints only by
+   a segment that has no label (a printed list or array, [0.198 0.126 ...], a row of bare numbers), or one
+   whose label shares a word with the sentence that states the number or the sentence before it (a
+   sentence is cut at ".", "!", "?" and ";"; a word is shared when the stems are equal or one is a prefix
+   of the other, three letters or more: "ref" and "reference") and that, when the prose writes a unit right
+   after the number (nats, tokens, GiB, us, times, requests, ...), writes the same unit after it, or none.
+   A number the cell does not print but holds as a literal ties when its line of code has no label word of
+   three letters or more, or shares one with those sentences. This holds for every number, figure (a
+   decimal, or an integer of three digits or more) and small integer alike. Print a result with its
+   label, as the house style does: print(f"held-out loss: {loss:.2f} nats").
 6. A small integer goes with its figures. When its sentence also states a figure that a cell in scope
-   prints, the small integer must be printed on one output line together with another number of the same
-   sentence ("position 3 ... 2.94" against the row "3  lifts  2.94"), or be a literal of a cell in scope
-   that prints one of those figures (an input of the computation).
+   prints, the small integer must be printed on one output line together with another number of that
+   sentence ("position 3 ... 2.94" against the row "3  lifts  2.94"). State a count that no row prints
+   beside the figures in a sentence of its own.
 
 Pages still being rewritten (tests/test_prose.py, PENDING_REWRITE) are held to the rule as it stood before
 rules 5 and 6 were tightened: rule 5 only for a figure when the cells in scope also print a value one slip
