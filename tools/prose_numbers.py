@@ -8,33 +8,8 @@ show code) and MyST targets and comments are not prose. What each code cell prin
 the i-th code cell of the chapter is the i-th code cell of the golden (markdown cells of the golden, if any,
 are ignored), and their sources must agree, or the golden is stale.
 
-THE RULE (printed by `describe_rule()` and in every failure message):
-
-1. A *section* is the text under one heading down to the next heading of any level; a subsection also
-   sees the cells of the opening of the sections it belongs to.
-2. A number stated in a paragraph (a bullet, a caption and an alt text are paragraphs) of a section with
-   code cells that print must be printed by, or be a numeric literal (an input) of, a cell of that section
-   that stands above the paragraph, or the one cell right after it (a caption or alt text: its own cell
-   and those above). The sign counts: -0.38 is not 0.38. A failure lists the cells nearest first.
-3. A section whose cells print nothing (a chapter's opening, a Summary) restates results: each number of
-   a paragraph there must be printed by a section (## heading, with its subsections) that prints at least
-   two of the paragraph's numbers (its only one, if it states one).
-4. Exempt, by rule: a number after "chapter"/"section" (a cross-reference); a year in a citation,
-   "(Name et al., 2017)" or "(2022)"; inside an Erratum admonition, the source's wrong figure it quotes;
-   0, 1 and 2 inside a formula (math holding a variable, as $n(n+1)/2$); literal blocks (```sh); and the
-   chapter's *defining constants*, each a short phrase listed in `prose_constants.py` with its reason
-   (e.g. "adds up to 1"): the number is exempt only inside that exact phrase, so "adds up to 2" is checked.
-5. An ambiguous figure needs its label. When the cells in scope also print a value one slip away from a
-   stated figure (a decimal, or an integer of three digits or more) -- its last digit one up or down, or its
-   decimal point moved one place: 0.197 and 0.198, 100 and 1,000 -- the value alone does not tie it (what a
-   cell tagged nbval-ignore-output prints, a timing that changes from run to run, is no such neighbour). It must
-   then be printed in an output *segment* (a line cut at ";", "|" and ", ") that labels it: the segment
-   shares a label word (two letters or more, stemmed, not a stop word or a unit) with the prose sentence
-   that states the figure, and when the prose writes a unit right after the figure (nats, tokens, GiB, us,
-   times, requests, ...) the segment writes the same unit after it, or none. A printed list or array
-   ([0.198 0.126 ...]) and a row of bare numbers label nothing. A literal ties it when its line of code
-   shares a label word with the sentence. Print such a figure with its label, as the house style does:
-   print(f"held-out loss: {loss:.2f} nats").
+The rule is `RULE` below: `describe_rule()` prints it, with the defining constants, in every failure message.
+The mutation self-test that measures how much of a changed figure it catches is tests/test_prose_mutations.py.
 """
 from __future__ import annotations
 
@@ -69,6 +44,47 @@ OPTION = re.compile(r"\s*:[\w-]+:")  # a directive's `:key: value` option line
 LITERAL_DIRECTIVES = {"code-block", "code", "sourcecode", "literalinclude", "raw", "raw-cell", "eval-rst",
                       "eval-md", "toctree", "tableofcontents", "bibliography", "nb-exec-table", "mermaid"}
 CAPTION_KEY = re.compile(r"(\s*)(caption|alt):(.*)")  # a caption or alt text in a code cell's YAML header
+
+
+RULE = """\
+1. A *section* is the text under one heading down to the next heading of any level; a subsection also
+   sees the cells of the opening of the sections it belongs to.
+2. A number stated in a paragraph (a bullet, a caption and an alt text are paragraphs) of a section with
+   code cells that print must be printed by, or be a numeric literal (an input) of, a cell of that section
+   that stands above the paragraph, or the one cell right after it (a caption or alt text: its own cell
+   and those above). The sign counts: -0.38 is not 0.38. A failure lists the cells nearest first.
+3. A section whose cells print nothing (a chapter's opening, a Summary) restates results: each number of
+   a paragraph there must be printed by a section (## heading, with its subsections) that prints at least
+   two of the paragraph's numbers (its only one, if it states one).
+4. Exempt, by rule: a number after "chapter"/"section" (a cross-reference); a year in a citation,
+   "(Name et al., 2017)" or "(2022)"; a number a hyphen joins to a word before it (GPT-2, Llama-2); the
+   number of an item of an ordered list ("1. "); inside an Erratum admonition, the source's wrong figure
+   it quotes; 0, 1 and 2 inside a formula (math holding a variable, as $n(n+1)/2$); literal blocks (```sh);
+   and the chapter's *defining constants*, each a short phrase listed in `prose_constants.py` with its
+   reason (e.g. "adds up to 1"): the number is exempt only inside that exact phrase, so "adds up to 2" is
+   checked.
+5. A printed value is stated with its label. A cell prints a number in output *segments* (a line cut at
+   ";", "|" and ", "); the segment's label is its words (two letters or more, stemmed, not a stop word, a
+   unit or a word of code such as torch, float32, ax, np). A cell ties a stated number it prints only by
+   a segment that has no label (a printed list or array, [0.198 0.126 ...], a row of bare numbers), or one
+   whose label shares a word with the sentence that states the number or the sentence before it (a
+   sentence is cut at ".", "!", "?" and ";"; a word is shared when the stems are equal or one is a prefix
+   of the other, three letters or more: "ref" and "reference") and that, when the prose writes a unit right
+   after the number (nats, tokens, GiB, us, times, requests, ...), writes the same unit after it, or none.
+   A number the cell does not print but holds as a literal ties when its line of code has no label word of
+   three letters or more, or shares one with those sentences. This holds for every number, figure (a
+   decimal, or an integer of three digits or more) and small integer alike. Print a result with its
+   label, as the house style does: print(f"held-out loss: {loss:.2f} nats").
+6. A small integer goes with its figures. When its sentence also states a figure that a cell in scope
+   prints, the small integer must be printed on one output line together with another number of that
+   sentence ("position 3 ... 2.94" against the row "3  lifts  2.94"). State a count that no row prints
+   beside the figures in a sentence of its own.
+
+Pages still being rewritten (tests/test_prose.py, PENDING_REWRITE) are held to the rule as it stood before
+rules 5 and 6 were tightened: rule 5 only for a figure when the cells in scope also print a value one slip
+away from it (its last digit one up or down, or its decimal point moved one place, and not by a cell tagged
+nbval-ignore-output), and no rule 6; the rest (the sentence before, prefixes, rule 4) holds for them too.
+"""
 
 
 class StaleGolden(AssertionError):
@@ -106,17 +122,22 @@ class Cell:
     unitlist: dict = field(default_factory=dict)  # canonical number -> the word after it, per printing segment
     literal_labels: dict = field(default_factory=dict)  # canonical literal -> label words of its source lines
     machine_dependent: bool = False  # tagged nbval-ignore-output: what it prints differs from run to run
+    rows: list = field(default_factory=list)  # the set of numbers of each output line
 
-    def vouches(self, value, context=None):
-        """The cell prints `value` or has it as a literal; a figure, given the words of the prose sentence
-        that states it (`context`), must be printed by a labelled segment sharing a word with that sentence."""
-        if context is None or not is_figure(value):
+    def vouches(self, value, context=None, strict=False):
+        """The cell prints `value` or has it as a literal; given the label words and unit of the prose that
+        states it (`context`), by a segment or a line of code that labels it as rule 5 says. Not `strict` (a
+        page being rewritten), only a figure is held to its label, and only a labelled segment ties it."""
+        if context is None or not (strict or is_figure(value)):
             return value in self.literals or value in self.printed
         words, unit = context
-        if any(w & words for w in self.literal_labels.get(value, ())):
-            return True
-        return any(w & words and (not unit or u in (unit, ""))
-                   for u, w in zip(self.unitlist.get(value, ()), self.labels.get(value, ())))
+        fits = lambda w, u: shares(w, words) and (not unit or u in (unit, ""))  # noqa: E731
+        printed = list(zip(self.labels.get(value, ()), self.unitlist.get(value, ())))
+        if not strict:
+            return any(fits(w, "") for w in self.literal_labels.get(value, ())) or any(fits(w, u) for w, u in printed)
+        if not printed:  # an input only: its line of code is its label, if it has one
+            printed = [(w, "") for w in self.literal_labels.get(value, ())]
+        return any(not (w - CODE_WORDS) or fits(w, u) for w, u in printed)
 
 
 @dataclass(frozen=True)
@@ -357,10 +378,11 @@ def check_captions(name, index, cell, header_lines):
 
 def cell_of(index, line, section, cell, gold):
     """A code cell as the check sees it: what its golden printed, with labels, and its literals."""
-    printed, labels, unitlist = {}, {}, {}
+    printed, labels, unitlist, rows = {}, {}, {}, []
     for out_line in output_text(gold).splitlines():
         if FIGURE_REPR.match(out_line.strip()):  # "<Figure size 700x300 with 1 Axes>" is no figure
             continue
+        rows.append({value for value, _, _ in numbers_in(out_line)})
         for value, _, _ in numbers_in(out_line):
             printed.setdefault(value, out_line.strip())
         for segment in segments(out_line):
@@ -369,9 +391,10 @@ def cell_of(index, line, section, cell, gold):
                 unitlist.setdefault(value, []).append(unit)
     where = {}  # literals of folded plot cells count too: alt texts describe their axes
     literals = code_literals(cell.source, where)
-    literal_labels = {v: [label_words(re.sub(r"[_\W\d]+", " ", src)) for src in srcs] for v, srcs in where.items()}
+    literal_labels = {v: [frozenset(w for w in label_words(re.sub(r"[_\W\d]+", " ", src)) if len(w) > 2)
+                          for src in srcs] for v, srcs in where.items()}  # a name of two letters (ks, np) labels nothing
     return Cell(index, line, section, printed, literals, labels, unitlist, literal_labels,
-                "nbval-ignore-output" in cell.metadata.get("tags", []))
+                "nbval-ignore-output" in cell.metadata.get("tags", []), rows)
 
 
 def labelled(segment):
@@ -434,6 +457,10 @@ def written_exemption(clean, value, span):
     before = clean[:span[0]]
     if CROSS_REFERENCE.search(before):
         return "cross-reference"
+    if not before.strip() and re.match(r"[.)] ", clean[span[1]:span[1] + 2]):
+        return "list marker"  # "1. **The trained length.**": the number of an item of an ordered list
+    if re.search(r"[A-Za-z]-$", before):
+        return "part of a name"  # GPT-2, Llama-2: a hyphen joins it to a word
     if re.fullmatch(r"(19|20)\d\d", value) and clean[span[1]:span[1] + 1] == ")" and (
             CITATION_YEAR.search(before) or before.endswith("(")):
         return "year of a publication"
@@ -453,7 +480,7 @@ def printing(cell):
     return bool(cell.printed or cell.literals)
 
 
-def local_cells(chapter, section_id, paragraph_lines):
+def local_cells(chapter, section_id, paragraph_lines, strict=True):
     """The cells a paragraph of a section with code cells is held against (rule 2): every cell of its section
     and of the sections it belongs to that stands above the paragraph, and the one cell right after it; a
     caption or alt text, its own cell and those above."""
@@ -474,6 +501,11 @@ then has have had who which what when where while there their them they our you 
 about over under after before only also more most less least same other just out off now how why very much
 many any some such both either nor yet own here been being does did done get gets got let lets may might
 shall should must use used uses using of to in on at is it as an by or be we if no so up do he she me my us""".split())
+# words of plotting and array code, which label no number of a cell's source: ax.set_xticks(range(1, 25))
+CODE_WORDS = frozenset("""ax axe fig figsize plt subplot np arange array range enumerate set str int float xtick ytick
+xlabel ylabel xlim ylim xytext xy axvline axhline linewidth linestyle color colour marker label annotate text
+zip len round print torch tensor append bar barh plot ha va fontsize alpha legend grid pad padd width height
+ink dtype geomspace logspace linspace float16 float32 float64 bfloat16 int64 bool unique astype""".split())
 UNITS = set("nat token time gib mib kib tib byte us ms".split())
 
 
@@ -530,6 +562,13 @@ def stem(word):
     return word
 
 
+def shares(label, words):
+    """A label shares a word with the sentence: the same stem, or one a prefix of the other of three letters or
+    more ('ref' and 'reference', 'cach' and 'cached')."""
+    return any(a == b or (min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a)))
+               for a in label for b in words)
+
+
 def label_words(text):
     """The label words of a text: words of two letters or more, lower case, stemmed, no stop words or units."""
     words = set()
@@ -537,33 +576,36 @@ def label_words(text):
         w = w.strip("'-")
         if len(w) < 2 or w in STOP:
             continue
-        w = stem(w)
+        w = w[:-1] if w[:-1] in UNITS else stem(w)  # "times" is the unit time, not a word "tim"
         if w not in UNITS and w not in STOP:
             words.add(w)
     return frozenset(words)
 
 
 def sentence_words(para, line, offset):
-    """The label words of the sentence of paragraph `para` that holds the number at `offset` of `line`."""
+    """The label words of the sentence of paragraph `para` that holds the number at `offset` of `line` (and of
+    the sentence before it), and where that sentence starts in the paragraph (which sentence it is)."""
     text, start = "", 0
     for ln in para:
         if ln is line or ln.number == line.number:
             start = len(text) + offset
         text += ln.text + " "
     clean = ROLE_OR_LINK.sub(lambda m: " " * len(m.group(0)), text)
-    begin = max((m.end() for m in SENTENCE_END.finditer(clean, 0, start)), default=0)
+    ends = [0] + [m.end() for m in SENTENCE_END.finditer(clean, 0, start)]
+    begin = ends[-2] if len(ends) > 1 else 0  # the sentence before counts too: it often names the subject
     end = next((m.end() for m in SENTENCE_END.finditer(clean, start)), len(clean))
-    return label_words(NUMBER.sub(" ", clean[begin:end]))
+    return label_words(NUMBER.sub(" ", clean[begin:end])), ends[-1]
 
 
-def problems(chapter, only=None):
-    """Every stated number that the rule does not tie to a code cell, as Problems (of the paragraphs `only`)."""
+def problems(chapter, only=None, strict=True):
+    """Every stated number that the rule does not tie to a code cell, as Problems (of the paragraphs `only`).
+    `strict=False` holds the page to the rule as it stood before it was tightened (a page being rewritten)."""
     found = []
     for para in paragraphs(chapter, only):
         stated = stated_in(chapter, para)
         if stated:
-            pool, scope = cells_in_scope(chapter, para, stated)
-            found += untied(chapter, stated, pool, scope)
+            pool, scope = cells_in_scope(chapter, para, stated, strict)
+            found += untied(chapter, stated, pool, scope, strict)
     return found
 
 
@@ -578,52 +620,71 @@ def paragraphs(chapter, only=None):
 
 def stated_in(chapter, para):
     """(line, value, (label words of its sentence, its unit)) of each number of the paragraph the rule checks."""
-    return [(line, value, (sentence_words(para, line, offset),
-                           unit_after(line.text, NUMBER.match(line.text, offset).end())))
-            for line in para for value, offset, _ in stated_numbers(chapter, line)[0]]
+    out = []
+    for line in para:
+        for value, offset, _ in stated_numbers(chapter, line)[0]:
+            words, sentence = sentence_words(para, line, offset)
+            out.append((line, value, (words, unit_after(line.text, NUMBER.match(line.text, offset).end())), sentence))
+    return out
 
 
-def cells_in_scope(chapter, para, stated):
+def cells_in_scope(chapter, para, stated, strict=True):
     """The cells a paragraph is held against, and the scope in words: those of its section above it (rule 2),
     or, in a section whose cells print nothing, those of the sections that restate its numbers (rule 3)."""
     section = chapter.sections[para[0].section]
     has_cells = {c.section for c in chapter.cells if printing(c)}
     if has_cells & ({section.index} | set(section.parents)):
-        return local_cells(chapter, section.index, para), f'no code cell of its section "{section.title}"'
-    need = min(2, len({v for _, v, _ in stated}))
-    eligible = [t for t in chapter.sections if t.level == 2 and len(vouched(chapter, t, stated)) >= need]
+        return local_cells(chapter, section.index, para, strict), f'no code cell of its section "{section.title}"'
+    need = min(2, len({v for _, v, *_ in stated}))
+    eligible = [t for t in chapter.sections if t.level == 2 and len(vouched(chapter, t, stated, strict)) >= need]
     pool = [c for c in chapter.cells if any(c.section in t.within for t in eligible)]
     names = ", ".join(f'"{t.title}"' for t in eligible) or "none"
     return pool, f"no section that prints at least {need} of the paragraph's numbers ({names})"
 
 
-def vouched(chapter, section, stated):
+def vouched(chapter, section, stated, strict=True):
     """The stated values that the cells of a section (with its subsections) print or have as literals."""
     cells = [c for c in chapter.cells if c.section in set(section.within)]
-    return {v for _, v, w in stated if any(c.vouches(v, w) for c in cells)}
+    return {v for _, v, w, *_ in stated if any(c.vouches(v, w, strict) for c in cells)}
 
 
-def untied(chapter, stated, pool, scope):
+def untied(chapter, stated, pool, scope, strict=True):
     """The stated numbers that no cell of the pool ties (rule 5: by its label, when a slip of it is printed too)."""
     # rule 5's neighbours: a timing that happens to print a value one slip away on this run is no neighbour
     printed_here = set().union(*[c.printed for c in pool if not c.machine_dependent])
     found = []
-    for line, value, words in stated:
-        if not slips(value) & printed_here:
+    for line, value, words, sentence in stated:
+        if not strict and not slips(value) & printed_here:
             words = None  # no neighbouring value printed nearby: the value alone ties it
-        if not any(c.vouches(value, words) for c in pool):
+        tied = any(c.vouches(value, words, strict) for c in pool)
+        figures = {v for _, v, _, k in stated if k == sentence and is_figure(v) and any(v in c.printed for c in pool)}
+        if tied and strict and figures and not is_figure(value):  # rule 6: a small integer goes with its figures
+            others = {v for _, v, _, k in stated if k == sentence and v != value}
+            tied = any(value in row and row & others for c in pool for row in c.rows)
+            if not tied:
+                found.append(Problem(chapter.name, line.number, value, line.text, apart(value, figures), []))
+                continue
+        if not tied:
             near = sorted(((c, abs(c.line - line.number)) for c in pool), key=lambda cd: (cd[1], cd[0].line))
             labelled_only = words is not None and any(value in c.printed for c in pool)  # rule 5, not a missing print
-            why = unlabelled(value, words, printed_here) if labelled_only else scope
+            why = unlabelled(value, words, printed_here, strict) if labelled_only else scope
             found.append(Problem(chapter.name, line.number, value, line.text, why, near))
     return found
 
 
-def unlabelled(value, words, printed_here):
-    """Rule 5's reason: the value is printed, but so is a slip of it, and no segment printing it has its label."""
+def apart(value, figures):
+    """Rule 6's reason: the small integer is printed, but on no output line with a figure of its sentence."""
+    return (f"(rule 6) its sentence states {', '.join(sorted(figures, key=float))}, printed nearby, and no output line"
+            f" prints {value} beside one of them: say which row it belongs to, as the output does, and no code cell of"
+            f" the section")
+
+
+def unlabelled(value, words, printed_here, strict=True):
+    """Rule 5's reason: the value is printed, but no segment printing it has its label."""
     label = ", ".join(sorted(words[0])[:8]) or "none"
-    return (f"(rule 5) a value one slip away ({', '.join(sorted(slips(value) & printed_here))}) is "
-            f"printed nearby too, so the value alone does not tie it, and no output segment labels it "
+    near = "" if strict else (f" a value one slip away ({', '.join(sorted(slips(value) & printed_here))}) is "
+                              f"printed nearby too, so the value alone does not tie it, and")
+    return (f"(rule 5){near} no output segment that prints it labels it "
             f"with a word of its sentence ({label}){' and its unit ' + words[1] if words[1] else ''}:"
             f" print it with its label, e.g. print(f\"<label>: {{x}}\"), and no code cell of"
             f" the section")
@@ -631,70 +692,6 @@ def unlabelled(value, words, printed_here):
 
 def describe_rule():
     """The rule, as the test prints it, with the defining constants of every chapter."""
-    rule = __doc__.split("THE RULE", 1)[1].split("\n", 1)[1].strip()
     listed = "\n".join(f"  {name}: " + "; ".join(f'"{p}" ({why})' for p, why in entries)
                        for name, entries in sorted(DEFINING.items()))
-    return f"{rule}\n\nDefining constants (tools/prose_constants.py):\n{listed or '  (none)'}"
-
-
-# ----------------------------------------------------------------------------------------------------
-# the mutation self-test: change each stated number in memory and see whether the check notices
-
-
-def last_digit(written):
-    """'1.31' -> '1.32', '0.9' -> '0.8' (a 9 goes down), '2,048' -> '2,049'."""
-    d = written[-1]
-    return written[:-1] + ("8" if d == "9" else str(int(d) + 1))
-
-
-def times_ten(written):
-    """Ten times the value, written to the same precision, as a cell's format string would print it:
-    '1.31' -> '13.10', '0.9' -> '9.0', '0.07' -> '0.70', '952' -> '9520', '2,048' -> '20,480', '6' -> '60'."""
-    digits = written.replace(",", "")
-    decimals = len(digits.partition(".")[2])
-    value = int(digits.replace(".", "")) * 10  # exact: the digits as an integer, then the point put back
-    text = str(value).rjust(decimals + 1, "0")
-    whole, frac = (text[:-decimals], text[-decimals:]) if decimals else (text, "")
-    if "," in written:
-        whole = f"{int(whole):,}"
-    return whole + ("." + frac if decimals else "")
-
-
-MUTATIONS = {"last digit": last_digit, "x10": times_ten}
-
-
-@dataclass
-class Mutant:
-    chapter: str
-    line: int
-    original: str
-    mutant: str
-    kind: str
-    figure: bool
-    caught: bool
-    text: str
-
-    def __str__(self):
-        return (f"chapters/{self.chapter}.md:{self.line}: {self.original} -> {self.mutant} ({self.kind}) "
-                f"not caught: {self.text.strip()[:90]}")
-
-
-def mutants(chapter):
-    """Every mutant of every stated number of the chapter (rule exemptions 4a-c left alone), checked."""
-    before = {(p.line, p.stated) for p in problems(chapter)}
-    results = []
-    for line in chapter.lines:
-        checked, exempt = stated_numbers(chapter, line)
-        targets = checked + [e for e in exempt if e[2] == "defining constant"]
-        for value, offset, _ in targets:
-            m = NUMBER.match(line.text, offset)
-            written = line.text[offset:m.end()]
-            for kind, mutate in MUTATIONS.items():
-                new = mutate(written)
-                if float(new.replace(",", "")) == float(written.replace(",", "")):
-                    continue  # ten times zero is zero: no mutant
-                text = line.text[:offset] + new + line.text[offset + len(written):]
-                after = problems(chapter.mutated(line.number, text), only={line.paragraph})
-                caught = any((p.line, p.stated) not in before for p in after)
-                results.append(Mutant(chapter.name, line.number, written, new, kind, is_figure(value), caught, line.text))
-    return results
+    return f"{RULE.strip()}\n\nDefining constants (tools/prose_constants.py):\n{listed or '  (none)'}"
