@@ -13,16 +13,21 @@ them and says what failed in a form a learner can use:
   of the folder that carries this exercise's tests;
 - a failed check shows the line that failed (or the error the learner's code raised, in one line),
   never doctest's trace;
-- its hint comes in steps: the first failure of a check names the kind of mistake (otter's
-  `failure_message`), the second adds a question that leads to it, the third the recipe.
+- its hint comes in steps: the first failure of a check names the property it tested (otter's
+  `failure_message`), the second adds a question that leads to it, the third the recipe. The steps
+  count the failures of one answer: when the code of the learner's functions or classes that the
+  question uses changes, they start again from the first, so three different slips do not reveal
+  the recipe.
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import os
 import re
 import sys
+import types
 from collections import Counter
 from pathlib import Path
 
@@ -72,6 +77,34 @@ def _failed_line(message: str) -> tuple[str, str]:
     return line[:300], raised
 
 
+def _code_parts(code, seen=None):
+    """What a code object does (its bytecode, names and constants, nested code included), as text."""
+    parts = [code.co_code.hex(), repr(code.co_names)]
+    for const in code.co_consts:
+        parts.append(_code_parts(const) if isinstance(const, types.CodeType) else repr(const))
+    return "|".join(parts)
+
+
+def answer_fingerprint(spec, env) -> str:
+    """A digest of the code of the learner's own functions and classes (defined in `env`'s module) that the
+    question's tests name; it changes when the learner changes their answer, not when they re-run it."""
+    module = env.get("__name__", "__main__")
+    parts = []
+    for name in sorted(set(re.findall(r"[A-Za-z_]\w*", json.dumps(spec)))):
+        obj = env.get(name)
+        if getattr(obj, "__module__", None) != module:
+            continue
+        if isinstance(obj, types.FunctionType):
+            parts.append(f"{name}:{_code_parts(obj.__code__)}")
+        elif isinstance(obj, type):
+            for attr, member in sorted(vars(obj).items()):
+                if isinstance(member, (staticmethod, classmethod)):
+                    member = member.__func__
+                if isinstance(member, types.FunctionType):
+                    parts.append(f"{name}.{attr}:{_code_parts(member.__code__)}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
 class Feedback:
     """The outcome of one `grader.check`: shown as a few lines of text (or HTML in a notebook)."""
 
@@ -89,11 +122,13 @@ class Feedback:
 
 
 class Grader:
-    """Runs the public tests of one exercise's questions; counts the failures of each check for the hints."""
+    """Runs the public tests of one exercise's questions; counts the failures of each check of one answer for
+    the hints (a changed answer starts them again)."""
 
     def __init__(self, assignment: str, notebook: Path | None, problem: str = ""):
         self.assignment, self.notebook, self.problem = assignment, notebook, problem
         self.failures = Counter()
+        self.answers = {}  # question: fingerprint of the answer whose failures are counted
         self.tests, self.hints = {}, {}
         if notebook is not None:
             meta = json.loads(Path(notebook).read_text(encoding="utf-8"))["metadata"]
@@ -102,7 +137,7 @@ class Grader:
 
     def __getattr__(self, name):
         """Anything else (`export`, `check_all`, ...) is otter's own `Notebook`, built on the notebook found."""
-        if name.startswith("_") or name in ("assignment", "notebook", "problem", "failures", "tests", "hints"):
+        if name.startswith("_") or name in ("assignment", "notebook", "problem", "failures", "answers", "tests", "hints"):
             raise AttributeError(name)
         import otter
 
@@ -119,6 +154,14 @@ class Grader:
             from otter.test_files.ok_test import OKTestFile
         except ImportError:  # otter is not installed (or replaced): nothing to check with
             return Feedback(question, False, [f"{question}: cannot be checked", "otter-grader is not installed"])
+        try:
+            answer = answer_fingerprint(self.tests[question], global_env)
+        except Exception:  # an object that cannot be read: count as before
+            answer = self.answers.get(question)
+        if self.answers.get(question) != answer:  # a new answer: its hints start from the first step
+            self.answers[question] = answer
+            for key in [k for k in self.failures if k[0] == question]:
+                del self.failures[key]
         tests = OKTestFile.from_spec(self.tests[question])
         tests.run(dict(global_env))  # a copy: the checks' own variables do not overwrite the learner's
         failed = [(i, r) for i, r in enumerate(tests.test_case_results) if not r.passed]
@@ -151,7 +194,8 @@ class Grader:
         if step >= 3 and recipe:
             lines.append(f"Recipe: {' '.join(recipe.split())}")
         if step < 3 and (ask if step == 1 else recipe):
-            lines.append("(Check again after a change: if this check still fails, it says more.)")
+            lines.append("(Run this check again on the same code and it says more; "
+                         "a change to your code starts the hints again.)")
         return lines
 
 

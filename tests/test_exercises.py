@@ -324,6 +324,21 @@ def test_hints_come_in_steps_without_a_trace(tmp_path, monkeypatch):
     assert env["grader"].check("q2", env).passed
 
 
+def test_a_changed_answer_starts_the_hints_again(tmp_path, monkeypatch):
+    """The hint level counted failures, not answers: three different slips revealed the whole recipe. Re-running
+    the same code climbs the steps; changing it (the function's code, not its name) starts them again."""
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    student = ROOT / "exercises" / "02_causal_mask.ipynb"
+    ask, recipe = (" ".join(h.split()) for h in nbformat.read(student, as_version=4).metadata["course_hints"]["q2"][1])
+    env = _run_first_cell(student.parent, student)
+    shown = []
+    for slip in ("n * n // 2", "n * n // 2", "n * (n - 1) // 2", "n * (n - 1) // 2", "n * (n - 1) // 2"):
+        exec(f"def allowed_pairs(n):\n    return {slip}", env)
+        shown.append(repr(env["grader"].check("q2", env)))
+    assert [ask in s for s in shown] == [False, True, False, True, True], shown
+    assert [recipe in s for s in shown] == [False, False, False, False, True], shown
+
+
 def test_a_notebook_without_its_tests_says_so(tmp_path, monkeypatch, capsys):
     """A notebook moved away from its metadata (or run by the grader's sandbox, whose otter is a stand-in) still
     runs its first cell without an error; a check then says why it cannot run."""
