@@ -463,14 +463,10 @@ BY_HAND = {
 DYNAMIC = {"getattr", "eval", "exec", "__import__", "import_module", "globals", "vars", "__dict__", "compile"}
 
 
-def by_hand_warnings(exercise_name, notebook, template_sources):
-    """One warning per question of BY_HAND whose definition, in the learner's own cells (not those of the
-    exercise's template), reaches a forbidden name or looks names up dynamically; in the grader's words."""
+def _learner_trees(notebook, template_sources):
+    """The parsed code cells of a notebook that are not the exercise template's (magics and shell lines as pass)."""
     import ast
 
-    rules = BY_HAND.get(exercise_name)
-    if not rules:
-        return []
     trees = []
     for cell in notebook.get("cells", []):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -479,55 +475,78 @@ def by_hand_warnings(exercise_name, notebook, template_sources):
         source = "".join(source) if isinstance(source, list) else str(source)
         if source.strip() in template_sources:
             continue
+        lines = ["pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
         try:
-            trees.append(ast.parse("\n".join("pass" if l.lstrip().startswith(("%", "!")) else l
-                                             for l in source.splitlines())))
+            trees.append(ast.parse("\n".join(lines)))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
+    return trees
+
+
+def _definitions_and_aliases(trees):
+    """{name: def or class node} and {name: [what it is bound to]} of the cells' top level; an import is bound to
+    a string naming its module, its name and 'module.name'."""
+    import ast
+
     defined, aliases = {}, {}
-    for tree in trees:
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                defined[node.name] = node
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    for name in ast.walk(target):
-                        if isinstance(name, ast.Name):
-                            aliases.setdefault(name.id, []).append(node.value)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    module = getattr(node, "module", None) or ""
-                    qualified = f"{module.split('.')[-1]}.{alias.name}" if module else alias.name
-                    aliases.setdefault(alias.asname or alias.name.split(".")[0], []).append(
-                        ast.Constant(value=f"{module} {alias.name} {qualified}"))
+    for node in (node for tree in trees for node in tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for name in (n for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)):
+                aliases.setdefault(name.id, []).append(node.value)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            module = getattr(node, "module", None) or ""
+            for alias in node.names:
+                qualified = f"{module.split('.')[-1]}.{alias.name}" if module else alias.name
+                aliases.setdefault(alias.asname or alias.name.split(".")[0], []).append(
+                    ast.Constant(value=f"{module} {alias.name} {qualified}"))
+    return defined, aliases
 
-    def mentioned(node):
-        names = set()
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name):
-                names.add(sub.id)
-            elif isinstance(sub, ast.Attribute):
-                names.add(sub.attr)
-                if isinstance(sub.value, ast.Name):
-                    names.add(f"{sub.value.id}.{sub.attr}")
-            elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and len(sub.value) < 200:
-                names |= set(sub.value.split()) | set(sub.value.replace(".", " ").split())
-        return names
 
+def _mentioned(node):
+    """The names a node uses: names, attributes (and 'name.attr'), and the words of its short strings."""
+    import ast
+
+    names = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            names.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            names.add(sub.attr)
+            if isinstance(sub.value, ast.Name):
+                names.add(f"{sub.value.id}.{sub.attr}")
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and len(sub.value) < 200:
+            names |= set(sub.value.split()) | set(sub.value.replace(".", " ").split())
+    return names
+
+
+def _reached(definitions, defined, aliases):
+    """Every name the definitions use, following the notebook's own helpers, aliases and base classes."""
+    seen, todo, reached = set(), [d for d in definitions if d in defined], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in [defined[name]] if name in defined else aliases.get(name, []):
+            names = _mentioned(node)
+            reached |= names
+            todo += [n for n in names if n in defined or n in aliases]
+    return reached
+
+
+def by_hand_warnings(exercise_name, notebook, template_sources):
+    """One warning per question of BY_HAND whose definition, in the learner's own cells (not those of the
+    exercise's template), reaches a forbidden name or looks names up dynamically; in the grader's words."""
+    rules = BY_HAND.get(exercise_name)
+    if not rules:
+        return []
+    defined, aliases = _definitions_and_aliases(_learner_trees(notebook, template_sources))
     warnings = []
     for question, (definitions, forbidden) in rules.items():
-        seen, todo, reached = set(), [d for d in definitions if d in defined], set()
-        while todo:
-            name = todo.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            nodes = [defined[name]] if name in defined else aliases.get(name, [])
-            for node in nodes:
-                names = mentioned(node)
-                reached |= names
-                todo += [n for n in names if n in defined or n in aliases]
+        reached = _reached(definitions, defined, aliases)
         hits = sorted(set(forbidden) & reached)
         if hits or reached & DYNAMIC:
             what = ", ".join(hits) if hits else "a name looked up at run time"
