@@ -90,12 +90,13 @@ class ModelCard:
     def __post_init__(self):
         if not self.n_kv_heads:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
-        for field in ("n_layers", "d_model", "n_heads", "d_head", "d_ff", "vocab", "n_kv_heads", "n_experts",
-                      "experts_per_token"):
+        for field in ("n_heads", "n_kv_heads", "n_experts", "experts_per_token"):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{self.name}: {field} must be a positive whole number, not {value!r}")
-        for field in ("positions", "window", "trained_context"):
+        # 0 is allowed here, for the parts of a model (a block without its feed-forward layer or vocabulary);
+        # a card given on the command line needs them positive (parse_card)
+        for field in ("n_layers", "d_model", "d_head", "d_ff", "vocab", "positions", "window", "trained_context"):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{self.name}: {field} must be a whole number, 0 or more, not {value!r}")
@@ -103,8 +104,8 @@ class ModelCard:
             raise ValueError(f"{self.name}: {self.n_heads} query heads do not split into {self.n_kv_heads} groups")
         if self.experts_per_token > self.n_experts:
             raise ValueError(f"{self.name}: {self.experts_per_token} experts a token, of only {self.n_experts}")
-        if self.ffn_matrices not in (2, 3) or self.norm_params not in (1, 2):
-            raise ValueError(f"{self.name}: ffn_matrices is 2 or 3 and norm_params 1 or 2")
+        if self.ffn_matrices not in (1, 2, 3) or self.norm_params not in (0, 1, 2):
+            raise ValueError(f"{self.name}: ffn_matrices is 2 or 3 (1 for a part) and norm_params 0, 1 or 2")
         for field in ("bytes_per_number", "weight_bits", "cache_bits"):
             value = getattr(self, field)
             low = 0 if field != "bytes_per_number" else 1e-9
@@ -482,6 +483,9 @@ def parse_card(text: str) -> ModelCard:
     missing = [k for k in _CARD_REQUIRED if k not in values]
     if missing:
         raise ValueError(f"--card needs {', '.join(missing)} (and takes {', '.join(_CARD_REQUIRED)} at least)")
+    zero = [k for k in _CARD_REQUIRED if values[k] < 1]
+    if zero:
+        raise ValueError(f"--card {zero[0]} must be a whole number from 1 to {_LARGEST_FIELD:,}")
     return ModelCard(**values)
 
 
@@ -682,6 +686,9 @@ def _measure(text: str, what: str, parse) -> float:
     low, high, say = _LIMITS[what]
     if text.strip().startswith("-"):
         raise _Refused(f"--{what} must be positive: between {say}, not {text!r}")
+    if re.fullmatch(r"\s*" + _NUMBER + r"\s*", text, re.IGNORECASE) and what in ("memory", "bandwidth", "link"):
+        unit = "e.g. 80GiB or 40GB" if what == "memory" else "in bytes a second, e.g. 3.35TB/s"
+        raise _Refused(f"--{what} {text.strip()!r} needs a unit, {unit}")
     try:
         value = parse(text)
     except ValueError as err:
@@ -785,7 +792,7 @@ def main(argv=None) -> int:
     try:
         out = _run(argv)
     except _Refused as err:
-        print(f"python -m book.card: error: {err}", file=sys.stderr)
+        print(f"book.card: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     print(out)
     return 0

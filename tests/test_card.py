@@ -387,7 +387,8 @@ def test_cards_out_of_scope_are_refused():
 
 
 @pytest.mark.parametrize("args,message", [
-    (("mistral-7b", "--memory", "80"), "write a number and a unit"),
+    (("mistral-7b", "--memory", "80"), "needs a unit, e.g. 80GiB"),
+    (("--card", "n_layers=0,d_model=8,n_heads=2,d_head=4,d_ff=8,vocab=10"), "n_layers must be"),
     (("mistral-7b", "--bandwidth", "0TB/s"), "between 1MB/s and 1PB/s"),
     (("mistral-7b", "--flops", "0"), "between 1M and 1000P"),
     (("mistral-7b", "--memory", "0GiB"), "between 1MiB and 1PiB"),
@@ -400,6 +401,7 @@ def test_cards_out_of_scope_are_refused():
     (("mistral-7b", "--batch", "1.5"), "whole number from 1"),
     (("mistral-7b", "--context", "8k"), "positive number of tokens"),
     (("mistral-7b", "--link", "450GB"), "bytes per second"),
+    (("mistral-7b", "--bandwidth", "3.35"), "needs a unit"),
     (("--card", "n_layers=3"), "--card needs"),
     (("--card", "n_layers=3,kv_lora_rank=4"), "out of scope"),
     (("mistral-7b", "--bogus"), "unrecognized arguments"),

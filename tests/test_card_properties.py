@@ -53,7 +53,7 @@ def test_any_command_line_answers_or_refuses_in_one_line(models, options):
     status, out, err = call(argv)
     assert status in (0, 2), (argv, status)
     if status == 2:
-        assert out == "" and err.count("\n") == 1 and err.startswith("python -m book.card: error: "), (argv, err)
+        assert out == "" and err.count("\n") == 1 and err.startswith("book.card: error: "), (argv, err)
     else:
         assert err == ""
         assert not re.search(r"\b(nan|inf)\b", out, re.IGNORECASE), (argv, out)
