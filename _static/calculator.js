@@ -59,8 +59,8 @@
     const button = element("button", {type: "submit", id: "calc-answer", disabled: "disabled"}, ["Answer"]);
     form.append(request, shape, chip, button);
     const status = document.getElementById("calc-status");
-    const command = element("pre", {id: "calc-command", "aria-label": "the command line of this answer"});
-    const output = element("pre", {id: "calc-output", "aria-live": "polite", "aria-label": "the calculator's answer"});
+    const command = element("pre", {id: "calc-command", tabindex: "0"});
+    const output = element("pre", {id: "calc-output", tabindex: "0"});
     root.replaceChildren(form, status, command, output);
     return {form, status, command, output, button, shape};
   }
@@ -139,6 +139,7 @@ models = list(card.CATALOGUE)
         result.destroy();
         ui.output.textContent = status === 0 ? out : err;
         ui.output.dataset.status = String(status);
+        ui.output.dataset.argv = JSON.stringify(args);
         ui.status.textContent = status === 0 ? "The answer, printed by book/card.py in your browser:" :
           "That input cannot be used; book/card.py says what it expected:";
       };
