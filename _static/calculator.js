@@ -166,8 +166,19 @@ models = list(card.CATALOGUE)
   }
 
   function begin() {
+    // Python (about 13 MB) is fetched only when the form comes into view, not for every reader of the page
     const root = document.getElementById("card-calculator");
-    if (root) start(root);
+    if (!root) return;
+    if (!("IntersectionObserver" in window)) return start(root);
+    root.replaceChildren(element("p", {id: "calc-status", role: "status", "aria-live": "polite"},
+                                 ["The calculator loads Python in your browser when you scroll to it."]));
+    const watch = new IntersectionObserver((seen) => {
+      if (seen.some((entry) => entry.isIntersecting)) {
+        watch.disconnect();
+        start(root);
+      }
+    }, {rootMargin: "300px"});
+    watch.observe(root);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", begin);
   else begin();

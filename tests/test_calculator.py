@@ -4,7 +4,8 @@ The form on the page runs `book/card.py` itself, by Pyodide, in the browser (_ex
 For a grid of inputs (every catalogue model, contexts from 1 token to the trained window, 4-, 8- and 16-bit
 weights and caches, 1, 2 and 8 chips, your own numbers, and bad input) the test fills the form, presses
 Answer, and compares what the page prints with what `python -m book.card` prints for the same arguments,
-character for character. It also checks that the page says it is loading while it loads, and says in words
+character for character. It also checks that the page says it is loading while it loads (Python is fetched
+only when the form comes into view), and says in words
 why it cannot start when its files are missing. The network is closed (tests/conftest.py's browser context).
 """
 import json
@@ -48,14 +49,17 @@ def calculator(browser_context, site_url, record_property=None):
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     started = time.monotonic()
-    page.goto(urljoin(site_url, PAGE), wait_until="domcontentloaded")
+    page.goto(urljoin(site_url, PAGE), wait_until="load")
+    waiting = page.text_content("#card-calculator")  # Python is fetched only when the form comes into view
+    page.locator("#card-calculator").scroll_into_view_if_needed()
+    page.wait_for_function("() => document.getElementById('calc-status').textContent.startsWith('Loading')")
     loading = page.text_content("#card-calculator")
     page.wait_for_selector(READY, timeout=LOAD_TIMEOUT_MS)
     seconds = time.monotonic() - started
     root = page.locator("#card-calculator")
     page.calculator_times = {"loaded_ms": int(root.get_attribute("data-loaded-ms")),
                              "answered_ms": int(root.get_attribute("data-answered-ms")), "wall_s": seconds}
-    page.calculator_loading, page.calculator_errors = loading, errors
+    page.calculator_waiting, page.calculator_loading, page.calculator_errors = waiting, loading, errors
     print(f"calculator: Python loaded in {page.calculator_times['loaded_ms']} ms, first answer at "
           f"{page.calculator_times['answered_ms']} ms, page to ready {seconds:.1f} s")
     yield page
@@ -117,6 +121,7 @@ BAD = [
 
 
 def test_the_page_says_it_is_loading_then_answers(calculator):
+    assert "loads Python in your browser when you scroll to it" in calculator.calculator_waiting
     assert "Loading Python in your browser" in calculator.calculator_loading
     assert calculator.calculator_errors == []
     assert calculator.text_content("#calc-status").startswith("The answer, printed by book/card.py")
@@ -161,7 +166,8 @@ def test_missing_files_are_said_in_words(browser_context, site_url):
     page = browser_context.new_page()
     try:
         page.route("**/_static/pyodide/pyodide.js", lambda route: route.abort())
-        page.goto(urljoin(site_url, PAGE), wait_until="domcontentloaded")
+        page.goto(urljoin(site_url, PAGE), wait_until="load")
+        page.locator("#card-calculator").scroll_into_view_if_needed()
         page.wait_for_selector('#card-calculator[data-ready="failed"]', timeout=60_000)
         said = page.text_content("#calc-status")
         assert said.startswith("The calculator could not start: this site has no copy of Pyodide"), said
