@@ -49,10 +49,11 @@ def calculator(browser_context, site_url, record_property=None):
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     started = time.monotonic()
+    page.bring_to_front()  # a page behind others gets no animation frames: no scroll observer, no raf polling
     page.goto(urljoin(site_url, PAGE), wait_until="load")
     waiting = page.text_content("#card-calculator")  # Python is fetched only when the form comes into view
     page.locator("#card-calculator").scroll_into_view_if_needed()
-    page.wait_for_function("() => document.getElementById('calc-status').textContent.startsWith('Loading')")
+    page.wait_for_function("() => document.getElementById('calc-status').textContent.startsWith('Loading')", polling=100)
     loading = page.text_content("#card-calculator")
     page.wait_for_selector(READY, timeout=LOAD_TIMEOUT_MS)
     seconds = time.monotonic() - started
@@ -82,7 +83,7 @@ def ask(page, model, **values):
         page.fill(f"#calc-{key}", str(value))
     page.evaluate("() => { document.getElementById('calc-output').dataset.argv = ''; }")
     page.click("#calc-answer")
-    page.wait_for_function("() => document.getElementById('calc-output').dataset.argv !== ''")
+    page.wait_for_function("() => document.getElementById('calc-output').dataset.argv !== ''", polling=50)
     output = page.locator("#calc-output")
     return (json.loads(output.get_attribute("data-argv")), int(output.get_attribute("data-status")),
             output.text_content(), page.text_content("#calc-status"))
@@ -148,7 +149,7 @@ def test_a_chip_preset_fills_its_figures(calculator):
     assert calculator.input_value("#calc-bandwidth") == "2.039TB/s" and calculator.input_value("#calc-flops") == "312T"
     calculator.evaluate("() => { document.getElementById('calc-output').dataset.argv = ''; }")
     calculator.click("#calc-answer")
-    calculator.wait_for_function("() => document.getElementById('calc-output').dataset.argv !== ''")
+    calculator.wait_for_function("() => document.getElementById('calc-output').dataset.argv !== ''", polling=50)
     argv = json.loads(calculator.locator("#calc-output").get_attribute("data-argv"))
     (status, out, _), = command_line([argv])
     assert status == 0 and "2.04 TB/s, 312 T" in out and calculator.text_content("#calc-output") == out
@@ -166,6 +167,7 @@ def test_missing_files_are_said_in_words(browser_context, site_url):
     page = browser_context.new_page()
     try:
         page.route("**/_static/pyodide/pyodide.js", lambda route: route.abort())
+        page.bring_to_front()
         page.goto(urljoin(site_url, PAGE), wait_until="load")
         page.locator("#card-calculator").scroll_into_view_if_needed()
         page.wait_for_selector('#card-calculator[data-ready="failed"]', timeout=60_000)
