@@ -68,6 +68,10 @@ def copy_files(app, exception):
     static = Path(app.outdir) / "_static"
     (static / "calculator").mkdir(parents=True, exist_ok=True)
     shutil.copy2(ROOT / "book" / "card.py", static / "calculator" / "card.py")
+    # the page script and its style, again: Sphinx copies _static/ only when some page is written, and a build
+    # in which only the script changed writes none
+    for name in ("calculator.js", "calculator.css"):
+        shutil.copy2(ROOT / "_static" / name, static / name)
     tarball = getattr(app.env, "calculator_tarball", None) or fetch()
     target = static / "pyodide"
     if tarball is None:

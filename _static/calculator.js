@@ -178,7 +178,9 @@ models = list(card.CATALOGUE)
         start(root);
       }
     }, {rootMargin: "300px"});
-    watch.observe(root);
+    // observed once the page has its full length (images, fonts), so that the form is not in view by accident
+    if (document.readyState === "complete") watch.observe(root);
+    else window.addEventListener("load", () => watch.observe(root), {once: true});
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", begin);
   else begin();
