@@ -16,7 +16,7 @@ from tools.built_site import ROOT
 
 BINDER = ROOT / "binder"
 LEARNER = {"numpy", "matplotlib", "torch", "jupytext", "otter-grader", "jupyterlab", "jupyterlab-myst", "ipykernel"}
-AUTHOR_ONLY = {"jupyter-book", "pytest", "nbval", "axe-playwright-python", "playwright", "ruff", "django-static-mathjax"}
+AUTHOR_ONLY = {"jupyter-book", "pytest", "hypothesis", "nbval", "axe-playwright-python", "playwright", "ruff", "django-static-mathjax"}
 # extras that a learner package asks for and the learner set leaves out on purpose (it is installed with --no-deps)
 UNUSED_EXTRAS = {("nbconvert", "webpdf"): "otter-grader asks for PDF export through a browser; no exercise exports"}
 

@@ -18,7 +18,8 @@ from book import EXAMPLE_MODEL, tiny
 from book.card import (
     CATALOGUE, MAX_CONTEXT, active_params, attention_ops_per_byte, cache_bytes, cache_bytes_per_token,
     compute_bound_batch, decode_step_roofs, decode_tokens_per_second, parse_bytes, parse_flops, parse_rate,
-    product_params, requests_that_fit, total_params, weight_ops_per_byte, weights_read_per_step, weights_bytes,
+    ModelCard, allreduce_bytes_per_step, answer, longest_context, parse_card, product_params, requests_that_fit,
+    step_bound, total_params, weight_ops_per_byte, weights_read_per_step, weights_bytes,
 )
 
 GiB = 2**30
@@ -303,3 +304,109 @@ def test_compute_bound_batch_is_the_first_batch_past_the_ridge_even_far_out():
     for ridge in (100.0, 295.2, 1e6):
         batch = compute_bound_batch(card, bandwidth=1.0, ops_per_second=ridge)
         assert weight_ops_per_byte(card, batch) >= ridge * (1 - 1e-12) > weight_ops_per_byte(card, batch - 1)
+
+
+# ---- both roofs, separate precisions, what does not fit, several chips (issue 33)
+
+
+def test_every_rate_is_bounded_by_both_roofs():
+    """Mistral 7B at 128 tokens: 4,256 requests fit, and their arithmetic (61.5 ms) outlasts their reading."""
+    card = CATALOGUE["mistral-7b"]
+    a = answer(card, 128, 80 * GiB, 3.35e12, 989e12)
+    assert a.fit == 4256 and a.binds == "arithmetic"
+    assert a.step == pytest.approx(61.5e-3, rel=1e-3) and round(a.rate, -2) == 69_200
+    assert a.rate <= 989e12 / (2 * product_params(card)) * a.batch / a.batch  # the arithmetic ceiling per token
+    one = answer(card, 1, 80 * GiB, 3.35e12, 989e12)
+    assert one.rate < 989e12 / (2 * product_params(card))  # the old code printed 21,249,059 tokens/s here
+    out = run("mistral-7b", "--context", "128")
+    assert out.returncode == 0 and "at most 69,217" in out.stdout and "arithmetic" in out.stdout
+
+
+def test_step_time_and_each_requests_rate_at_the_reported_batch():
+    out = run("llama-2-7b", "--context", "8192")
+    assert out.returncode == 0, out.stderr
+    rows = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in out.stdout.splitlines()[1:18])
+    assert rows["batch"] == "16" and rows["decode step at that batch"] == "at least 24.5 ms"
+    assert rows["tokens/s, each request"] == "at most 41" and rows["bound by"] == "memory"
+
+
+@pytest.mark.parametrize("name,longest", [("llama-2-7b", 466), ("mistral-7b", 1840)])
+def test_longest_context_at_the_compute_bound_batch(name, longest):
+    card = CATALOGUE[name]
+    batch = compute_bound_batch(card, 3.35e12, 989e12)
+    assert longest_context(card, batch, 80 * GiB) == longest
+    assert requests_that_fit(card, longest, 80 * GiB) >= batch > requests_that_fit(card, longest + 1, 80 * GiB)
+    assert f"{longest:,} tokens" in run(name, "--context", "100").stdout
+
+
+def test_what_does_not_fit_gets_no_rate():
+    for args in (("llama-2-70b",), ("llama-2-7b", "--context", "200000"), ("mistral-7b", "--batch", "5000")):
+        out = run(*args)
+        assert out.returncode == 0, out.stderr
+        assert "does not fit: weights" in out.stdout and not re.search(r"at most [0-9,.]+\n", out.stdout.split(
+            "tokens/s, whole batch")[1].split("\n")[0] + "\n")
+    assert "weights 128.48 GiB + one cache of 2.50 GiB > 80 GiB" in run("llama-2-70b").stdout.replace("\n  ", " ")
+
+
+def test_weight_and_cache_precision_are_separate():
+    card = CATALOGUE["llama-2-70b"]
+    four = dataclasses.replace(card, weight_bits=4)
+    assert weights_bytes(four) * 4 == weights_bytes(card) and cache_bytes_per_token(four) == cache_bytes_per_token(card)
+    eight = dataclasses.replace(card, cache_bits=8)
+    assert cache_bytes_per_token(eight) * 2 == cache_bytes_per_token(card) and weights_bytes(eight) == weights_bytes(card)
+    # the old single knob still sets both
+    both = dataclasses.replace(card, bytes_per_number=1)
+    assert weights_bytes(both) * 2 == weights_bytes(card) and cache_bytes_per_token(both) * 2 == cache_bytes_per_token(card)
+    out = run("llama-2-70b", "--weight-bits", "4", "--cache-bits", "8")
+    assert out.returncode == 0 and "weights 4-bit, cache 8-bit" in out.stdout and "does not fit" not in out.stdout
+
+
+def test_several_chips_split_the_weights_and_pay_for_their_links():
+    card = CATALOGUE["llama-2-70b"]
+    two = answer(card, 4096, 80 * GiB, 3.35e12, 989e12, chips=2)
+    assert two.fits and two.fit == requests_that_fit(card, 4096, 160 * GiB)
+    # at a large batch on slow links the all-reduces bind
+    step, binds = step_bound(card, 64, 4096, 3.35e12, 989e12, chips=8, link_bandwidth=1e9)
+    assert binds == "links" and step == pytest.approx(allreduce_bytes_per_step(card, 64, 8) / 1e9)
+    assert allreduce_bytes_per_step(card, 64, 8) == card.n_layers * 2 * 64 * card.d_model * 2 * 2 * 7 / 8
+    out = run("llama-2-70b", "--chips", "2")
+    assert out.returncode == 0 and "tensor parallel" in out.stdout and "latency not counted" in out.stdout
+
+
+def test_cards_out_of_scope_are_refused():
+    with pytest.raises(ValueError, match="multi-head latent attention"):
+        parse_card("n_layers=61,d_model=7168,n_heads=128,d_head=128,d_ff=2048,vocab=129280,kv_lora_rank=512")
+    with pytest.raises(ValueError, match="windows that differ by layer"):
+        parse_card("n_layers=26,d_model=2304,n_heads=8,d_head=256,d_ff=9216,vocab=256000,sliding_window_pattern=2")
+    with pytest.raises(ValueError, match="shared experts"):
+        parse_card("n_layers=2,d_model=64,n_heads=8,d_head=8,d_ff=96,vocab=101,n_shared_experts=2")
+    with pytest.raises(ValueError, match="experts a token"):
+        ModelCard("x", n_layers=1, d_model=8, n_heads=2, d_head=4, d_ff=8, vocab=10, n_experts=2, experts_per_token=3)
+    own = parse_card("n_layers=32 d_model=4096 n_heads=32 d_head=128 d_ff=11008 vocab=32000")
+    assert total_params(own) == total_params(CATALOGUE["llama-2-7b"])
+
+
+@pytest.mark.parametrize("args,message", [
+    (("mistral-7b", "--memory", "80"), "needs a unit, e.g. 80GiB"),
+    (("--card", "n_layers=0,d_model=8,n_heads=2,d_head=4,d_ff=8,vocab=10"), "n_layers must be"),
+    (("mistral-7b", "--bandwidth", "0TB/s"), "between 1MB/s and 1PB/s"),
+    (("mistral-7b", "--flops", "0"), "between 1M and 1000P"),
+    (("mistral-7b", "--memory", "0GiB"), "between 1MiB and 1PiB"),
+    (("mistral-7b", "--memory", "1e30GB"), "between 1MiB and 1PiB"),
+    (("mistral-7b", "--memory", "-80GiB"), "must be positive"),
+    (("mistral-7b", "--compare", "llama-2-7b", "gpt2-small"), "not several"),
+    (("mistral-7b", "--weight-bits", "0"), "number of bits from 1 to 32"),
+    (("mistral-7b", "--cache-bits", "nan"), "number of bits from 1 to 32"),
+    (("mistral-7b", "--chips", "-2"), "whole number from 1"),
+    (("mistral-7b", "--batch", "1.5"), "whole number from 1"),
+    (("mistral-7b", "--context", "8k"), "positive number of tokens"),
+    (("mistral-7b", "--link", "450GB"), "bytes per second"),
+    (("mistral-7b", "--bandwidth", "3.35"), "needs a unit"),
+    (("--card", "n_layers=3"), "--card needs"),
+    (("--card", "n_layers=3,kv_lora_rank=4"), "out of scope"),
+    (("mistral-7b", "--bogus"), "unrecognized arguments"),
+])
+def test_every_bad_input_gets_one_line_and_exit_2(args, message):
+    out = run(*args)
+    assert out.returncode == 2 and out.stdout == "" and message in out.stderr, (out.stdout, out.stderr)
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
