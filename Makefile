@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # otter-grader's nbconvert[webpdf] does not pull a browser driver into the learner set); pip check proves it whole.
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup book test bench golden exercises colab newer-stack grade feedback release pdf clean
+.PHONY: setup book test check lint bench golden exercises colab newer-stack grade feedback release pdf clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,17 @@ book: setup
 # tests/conftest.py; TESTS="tests/test_prose.py tests/golden" runs some of them (tools/bench.py times the
 # suite of issue 12 this way). A plain `.venv/bin/python -m pytest FILE` runs serially.
 TESTS ?=
-test: setup
+test: setup lint
 	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --no-loadscope-reorder $(TESTS)
+
+# The fast tier (about a minute): lint, format, and every test file not marked slow in tests/conftest.py.
+check: setup lint
+	$(BIN)/python -m pytest --numprocesses auto --dist loadfile -m "not slow" $(TESTS)
+
+# ruff's lint and format rules (pyproject.toml) on every Python file; `$(BIN)/ruff format .` fixes the format.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # Regenerate the executed golden notebooks: all of them, or one with CH=01_next_token_prediction
 golden: setup

@@ -7,6 +7,7 @@ The address is built from the same settings as the launch buttons of the chapter
 `launch_buttons` in _config.yml), so a fork that changes them there changes these links too. A path that
 does not exist in the repository is a build warning (an error under -W).
 """
+
 import re
 from pathlib import Path
 
@@ -31,8 +32,9 @@ def binder_role(name, rawtext, text, lineno, inliner, options=None, content=None
     title, path = (m.group(1), m.group(2).strip()) if m else ("launch on Binder", text.strip())
     if not (Path(env.srcdir) / path).exists():
         logger.warning(f"binder link to a file that does not exist: {path}", location=(env.docname, lineno))
-    node = nodes.reference(rawtext, title, refuri=binder_url(env.config.html_theme_options, path),
-                           classes=["binder-link"])
+    node = nodes.reference(
+        rawtext, title, refuri=binder_url(env.config.html_theme_options, path), classes=["binder-link"]
+    )
     return [node], []
 
 

@@ -9,6 +9,7 @@
 - Without npm (or without a network at the first build), the build says what to install and builds the rest;
   the calculator's page then states in words that its files are missing.
 """
+
 import base64
 import hashlib
 import shutil
@@ -40,16 +41,24 @@ def fetch() -> Path | None:
         return TARBALL
     npm = shutil.which("npm")
     if npm is None:
-        _say(f"npm is not installed, so chapter 10's calculator is left out of this build: install Node.js "
-             f"and npm (e.g. apt-get install npm), then run make book again to fetch pyodide {PYODIDE_VERSION}")
+        _say(
+            f"npm is not installed, so chapter 10's calculator is left out of this build: install Node.js "
+            f"and npm (e.g. apt-get install npm), then run make book again to fetch pyodide {PYODIDE_VERSION}"
+        )
         return None
     CACHE.mkdir(parents=True, exist_ok=True)
     TARBALL.unlink(missing_ok=True)
-    run = subprocess.run([npm, "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination", str(CACHE)],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [npm, "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination", str(CACHE)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if run.returncode != 0 or not TARBALL.exists():
-        _say(f"npm pack pyodide@{PYODIDE_VERSION} failed, so chapter 10's calculator is left out of this build "
-             f"(a network is needed once): {run.stderr.strip().splitlines()[-1:] or run.returncode}")
+        _say(
+            f"npm pack pyodide@{PYODIDE_VERSION} failed, so chapter 10's calculator is left out of this build "
+            f"(a network is needed once): {run.stderr.strip().splitlines()[-1:] or run.returncode}"
+        )
         return None
     if integrity(TARBALL) != PYODIDE_INTEGRITY:
         TARBALL.unlink()

@@ -8,6 +8,7 @@ warning (an error under -W): run `python -m tools.colab`.
 
     {colab}`exercises/05_sampling.ipynb`            -> "open in Colab"
 """
+
 import re
 from pathlib import Path
 
@@ -36,15 +37,19 @@ def add_button(app, pagename, templatename, context, doctree):
         return
     notebook = notebook_of(pagename)
     if not (Path(app.srcdir) / notebook).exists():
-        logger.warning(f"no Colab notebook {notebook} for {pagename}: run python -m tools.colab",
-                       location=pagename)
+        logger.warning(f"no Colab notebook {notebook} for {pagename}: run python -m tools.colab", location=pagename)
         return
     for group in context.get("header_buttons", []):
         if group.get("label") == "launch-buttons":
-            group["buttons"].append({
-                "type": "link", "text": "Colab", "tooltip": "Open in Colab",
-                "icon": "_static/images/logo_colab.png",
-                "url": colab_url(app.config.html_theme_options, notebook)})
+            group["buttons"].append(
+                {
+                    "type": "link",
+                    "text": "Colab",
+                    "tooltip": "Open in Colab",
+                    "icon": "_static/images/logo_colab.png",
+                    "url": colab_url(app.config.html_theme_options, notebook),
+                }
+            )
 
 
 def colab_role(name, rawtext, text, lineno, inliner, options=None, content=None):
@@ -53,10 +58,13 @@ def colab_role(name, rawtext, text, lineno, inliner, options=None, content=None)
     title, path = (m.group(1), m.group(2).strip()) if m else ("open in Colab", text.strip())
     notebook = notebook_of(path)
     if not (Path(env.srcdir) / notebook).exists():
-        logger.warning(f"colab link to a notebook that does not exist: {notebook} (python -m tools.colab)",
-                       location=(env.docname, lineno))
-    node = nodes.reference(rawtext, title, refuri=colab_url(env.config.html_theme_options, notebook),
-                           classes=["colab-link"])
+        logger.warning(
+            f"colab link to a notebook that does not exist: {notebook} (python -m tools.colab)",
+            location=(env.docname, lineno),
+        )
+    node = nodes.reference(
+        rawtext, title, refuri=colab_url(env.config.html_theme_options, notebook), classes=["colab-link"]
+    )
     return [node], []
 
 

@@ -4,6 +4,7 @@ A row with a non-empty `course_text` is a figure of the source pages that does n
 inputs; the chapter prints the right value and explains it in an Erratum note. The table is built at
 every build from the CSV files (each file is a dependency of the page), so it cannot fall behind.
 """
+
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
@@ -41,11 +42,23 @@ class ErrataTable(SphinxDirective):
             docname = f"chapters/{row['chapter']}"
             link = nodes.Text(row["chapter"])  # a chapter still being written, not yet in the table of contents
             if docname in self.env.found_docs:
-                link = addnodes.pending_xref("", nodes.inline("", row["chapter"]), refdomain="std", reftype="doc",
-                                             reftarget=f"/{docname}", refexplicit=False,
-                                             refdoc=self.env.docname, refwarn=True)
-            body += nodes.row("", cell(link), cell(nodes.Text(row["source_text"])),
-                              cell(nodes.Text(row["course_text"])), cell(nodes.Text(row["note"])))
+                link = addnodes.pending_xref(
+                    "",
+                    nodes.inline("", row["chapter"]),
+                    refdomain="std",
+                    reftype="doc",
+                    reftarget=f"/{docname}",
+                    refexplicit=False,
+                    refdoc=self.env.docname,
+                    refwarn=True,
+                )
+            body += nodes.row(
+                "",
+                cell(link),
+                cell(nodes.Text(row["source_text"])),
+                cell(nodes.Text(row["course_text"])),
+                cell(nodes.Text(row["note"])),
+            )
         group += body
         return [table]
 

@@ -9,6 +9,7 @@
   loader, its stylesheet and its kernel settings, though no page has a thebe button (`launch_buttons.thebe` is
   off). They are removed from every page and from `_static/`.
 """
+
 import posixpath
 import shutil
 from importlib import resources
@@ -29,21 +30,26 @@ def mathjax_es5():
     except ModuleNotFoundError:
         folder = None
     if folder is None or not (folder / MATHJAX_SCRIPT).exists():
-        raise ExtensionError("MathJax is served from the site: pip install -r requirements-dev.txt "
-                             "(it pins django-static-mathjax, which ships MathJax 3)")
+        raise ExtensionError(
+            "MathJax is served from the site: pip install -r requirements-dev.txt "
+            "(it pins django-static-mathjax, which ships MathJax 3)"
+        )
     return folder
 
 
 def check_mathjax_path(app, config):
     mathjax_es5()  # fail at the start of the build, not at its end
     if config.mathjax_path != f"mathjax/{MATHJAX_SCRIPT}":
-        raise ExtensionError(f"offline_site copies MathJax to _static/mathjax/: set "
-                             f"sphinx.config.mathjax_path to mathjax/{MATHJAX_SCRIPT} in _config.yml")
+        raise ExtensionError(
+            f"offline_site copies MathJax to _static/mathjax/: set "
+            f"sphinx.config.mathjax_path to mathjax/{MATHJAX_SCRIPT} in _config.yml"
+        )
 
 
 def _is_thebe(asset):
-    return (posixpath.basename(asset.filename or "") in THEBE_FILES
-            or "THEBE_JS_URL" in (asset.attributes.get("body") or ""))
+    return posixpath.basename(asset.filename or "") in THEBE_FILES or "THEBE_JS_URL" in (
+        asset.attributes.get("body") or ""
+    )
 
 
 def drop_thebe_assets(app, pagename, templatename, context, doctree):

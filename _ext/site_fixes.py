@@ -33,6 +33,7 @@ discussed in #637 and #640 (rstrip instead of strip); the cache hit that writes 
 outputs has no upstream report that we know of. `setup` refuses another MyST-NB version, so that an upgrade
 re-checks both against upstream instead of patching code that moved.
 """
+
 import copy
 import functools
 import hashlib
@@ -59,8 +60,9 @@ def keep_each_script_once(app, pagename, templatename, context, doctree):
 
 def citation_list_without_list_role(app, pagename, templatename, context, doctree):
     if "body" in context:
-        context["body"] = context["body"].replace('<div role="list" class="citation-list">',
-                                                  '<div class="citation-list">')
+        context["body"] = context["body"].replace(
+            '<div role="list" class="citation-list">', '<div class="citation-list">'
+        )
 
 
 TOGGLE = '<summary><span class="toctree-toggle" role="presentation">'
@@ -113,6 +115,7 @@ def merge_cached_outputs_in_place(start_client):
             given.cells[:] = client._notebook.cells
             given.metadata = client._notebook.metadata
             client._notebook = given
+
     return start
 
 
@@ -122,7 +125,8 @@ def check_myst_nb_version(version=None):
         raise ExtensionError(
             f"_ext/site_fixes.py patches MyST-NB {WRITTEN_FOR_MYST_NB} internals (coalesce_streams, "
             f"NotebookClientCache.start_client) and MyST-NB {version} is installed: check both against upstream "
-            "(is the fix still needed? did the patched function move?), then update WRITTEN_FOR_MYST_NB")
+            "(is the fix still needed? did the patched function move?), then update WRITTEN_FOR_MYST_NB"
+        )
 
 
 def setup(app):

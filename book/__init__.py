@@ -8,6 +8,7 @@ float64 (book/tiny.py), in which the code paths tried (PyTorch's plain one, AVX2
 tests/test_cpu_paths.py) print the same figures, and the one chaotic run, the model without the
 mask, ships its weights.
 """
+
 import atexit
 import gc
 
@@ -17,11 +18,32 @@ atexit.register(gc.freeze)
 # Where each public name lives. They are imported on first use (PEP 562), so that `python -m book.check`
 # runs, and reports in one line, even where numpy, matplotlib or torch cannot be imported.
 _WHERE = {
-    "style": None, "softmax": "maths", "EXAMPLE_ACCELERATOR": "specs", "GiB": "specs", "KiB": "specs",
-    "MiB": "specs", "Accelerator": "specs", "EXAMPLE_MODEL": "card", "ModelCard": "card",
-    **{name: "example" for name in ("ATTENTION_SCORES", "INPUT_WORDS", "LOGITS", "NEXT_AFTER", "NEXT_LOGITS",
-                                     "SENTENCE", "START", "TARGET_IDS", "TARGET_WORDS", "TOKEN_IDS", "VOCAB",
-                                     "WORD_ID")},
+    "style": None,
+    "softmax": "maths",
+    "EXAMPLE_ACCELERATOR": "specs",
+    "GiB": "specs",
+    "KiB": "specs",
+    "MiB": "specs",
+    "Accelerator": "specs",
+    "EXAMPLE_MODEL": "card",
+    "ModelCard": "card",
+    **{
+        name: "example"
+        for name in (
+            "ATTENTION_SCORES",
+            "INPUT_WORDS",
+            "LOGITS",
+            "NEXT_AFTER",
+            "NEXT_LOGITS",
+            "SENTENCE",
+            "START",
+            "TARGET_IDS",
+            "TARGET_WORDS",
+            "TOKEN_IDS",
+            "VOCAB",
+            "WORD_ID",
+        )
+    },
 }
 __all__ = list(_WHERE)
 

@@ -26,6 +26,7 @@ It warns when a context passes the length a model was trained at, refuses one pa
 positions, and refuses contexts beyond MAX_CONTEXT tokens. Any input it cannot use gets one line
 naming what it expected, and exit status 2, before anything else is printed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,11 +38,41 @@ import textwrap
 from dataclasses import KW_ONLY, dataclass
 
 __all__ = [
-    "ModelCard", "EXAMPLE_MODEL", "CATALOGUE", "cached_tokens", "cache_bytes", "total_params", "active_params", "cache_bytes_per_token", "weights_bytes",
-    "requests_that_fit", "weights_read_per_step", "decode_tokens_per_second", "parse_bytes", "parse_rate",
-    "parse_flops", "product_params", "weight_ops_per_byte", "attention_ops_per_byte", "compute_bound_batch", "decode_step_roofs", "context_warning",
-    "MAX_CONTEXT", "weight_bits", "cache_bits", "step_bound", "longest_context", "parse_card", "answer", "table",
-    "main", "attention_ops_per_cached_token", "allreduce_bytes_per_step", "Answer", "LINK_BANDWIDTH", "OUT_OF_SCOPE",
+    "ModelCard",
+    "EXAMPLE_MODEL",
+    "CATALOGUE",
+    "cached_tokens",
+    "cache_bytes",
+    "total_params",
+    "active_params",
+    "cache_bytes_per_token",
+    "weights_bytes",
+    "requests_that_fit",
+    "weights_read_per_step",
+    "decode_tokens_per_second",
+    "parse_bytes",
+    "parse_rate",
+    "parse_flops",
+    "product_params",
+    "weight_ops_per_byte",
+    "attention_ops_per_byte",
+    "compute_bound_batch",
+    "decode_step_roofs",
+    "context_warning",
+    "MAX_CONTEXT",
+    "weight_bits",
+    "cache_bits",
+    "step_bound",
+    "longest_context",
+    "parse_card",
+    "answer",
+    "table",
+    "main",
+    "attention_ops_per_cached_token",
+    "allreduce_bytes_per_step",
+    "Answer",
+    "LINK_BANDWIDTH",
+    "OUT_OF_SCOPE",
 ]
 
 # the longest context the calculator accepts: 2**24 tokens, beyond any released model's window
@@ -232,8 +263,15 @@ def allreduce_bytes_per_step(c: ModelCard, batch: int, chips: int) -> float:
     return numbers * ACTIVATION_BYTES * 2 * (chips - 1) / chips
 
 
-def step_bound(c: ModelCard, batch: int, context: int, bandwidth: float, ops_per_second: float = math.inf,
-               chips: int = 1, link_bandwidth: float = LINK_BANDWIDTH) -> tuple[float, str]:
+def step_bound(
+    c: ModelCard,
+    batch: int,
+    context: int,
+    bandwidth: float,
+    ops_per_second: float = math.inf,
+    chips: int = 1,
+    link_bandwidth: float = LINK_BANDWIDTH,
+) -> tuple[float, str]:
     """The least time one decode step can take, and which roof sets it: "memory", "arithmetic" or "links".
 
     Reading: the weights once and every request's cache, at the full bandwidth of all the chips. Arithmetic:
@@ -251,9 +289,15 @@ def step_bound(c: ModelCard, batch: int, context: int, bandwidth: float, ops_per
     return times[binds], binds
 
 
-def decode_tokens_per_second(c: ModelCard, bandwidth: float, batch: int, context: int,
-                             ops_per_second: float = math.inf, chips: int = 1,
-                             link_bandwidth: float = LINK_BANDWIDTH) -> float:
+def decode_tokens_per_second(
+    c: ModelCard,
+    bandwidth: float,
+    batch: int,
+    context: int,
+    ops_per_second: float = math.inf,
+    chips: int = 1,
+    link_bandwidth: float = LINK_BANDWIDTH,
+) -> float:
     """Decode rate of a batch, tokens a second: batch / the least time of a step (`step_bound`).
 
     Each step reads the weights once and every request's whole cache, and does their arithmetic. Without
@@ -311,16 +355,20 @@ def decode_step_roofs(c: ModelCard, batch: int, context: int, bandwidth: float, 
     of its two, and the step at least the sum of the two kinds, which run one after the other (chapter 6)."""
     tokens = cached_tokens(c, context)
     weights = (weights_read_per_step(c, batch) / bandwidth, 2 * product_params(c) * batch / ops_per_second)
-    attention = (batch * cache_bytes(c, context) / bandwidth,
-                 batch * tokens * attention_ops_per_cached_token(c) / ops_per_second)
+    attention = (
+        batch * cache_bytes(c, context) / bandwidth,
+        batch * tokens * attention_ops_per_cached_token(c) / ops_per_second,
+    )
     return {"weights": weights, "attention": attention}
 
 
 def context_warning(c: ModelCard, context: int) -> str:
     """A warning when `context` passes the length the model was trained at ('' when it does not)."""
     if c.trained_context and context > c.trained_context:
-        return (f"warning: {c.name} was trained at {c.trained_context:,} tokens; at {context:,} the figures are "
-                "the arithmetic of its shape, not what the released model can read well")
+        return (
+            f"warning: {c.name} was trained at {c.trained_context:,} tokens; at {context:,} the figures are "
+            "the arithmetic of its shape, not what the released model can read well"
+        )
     return ""
 
 
@@ -343,8 +391,15 @@ def longest_context(c: ModelCard, batch: int, memory: float) -> int:
 
 # The example model of the source pages (chapter 3): no real product. 335,594,496 parameters.
 EXAMPLE_MODEL = ModelCard(
-    "example model", n_layers=24, n_heads=16, d_head=64, d_model=1024, d_ff=4096, vocab=32_768,
-    bytes_per_number=2, source="the source page's example (section 3)",
+    "example model",
+    n_layers=24,
+    n_heads=16,
+    d_head=64,
+    d_model=1024,
+    d_ff=4096,
+    vocab=32_768,
+    bytes_per_number=2,
+    source="the source page's example (section 3)",
 )
 
 
@@ -352,53 +407,142 @@ CATALOGUE = {
     card.name: card
     for card in [
         ModelCard(
-            "gpt2-small", n_layers=12, d_model=768, n_heads=12, n_kv_heads=12, d_head=64, d_ff=3072,
-            ffn_matrices=2, vocab=50_257, tied_output=True, attn_biases=True, ffn_biases=True, norm_params=2, positions=1024,
-            trained_context=1_024, source="Radford et al. 2019; released config (n_layer 12, n_embd 768, n_head 12, n_ctx 1024)",
-            published="124M", published_where="the released checkpoint's name in openai/gpt-2",
-            exact=124_439_808, exact_where="GPT2LMHeadModel.from_pretrained('gpt2'): sum of p.numel() over its parameters (the output layer tied, mask buffers excluded)",
+            "gpt2-small",
+            n_layers=12,
+            d_model=768,
+            n_heads=12,
+            n_kv_heads=12,
+            d_head=64,
+            d_ff=3072,
+            ffn_matrices=2,
+            vocab=50_257,
+            tied_output=True,
+            attn_biases=True,
+            ffn_biases=True,
+            norm_params=2,
+            positions=1024,
+            trained_context=1_024,
+            source="Radford et al. 2019; released config (n_layer 12, n_embd 768, n_head 12, n_ctx 1024)",
+            published="124M",
+            published_where="the released checkpoint's name in openai/gpt-2",
+            exact=124_439_808,
+            exact_where="GPT2LMHeadModel.from_pretrained('gpt2'): sum of p.numel() over its parameters (the output layer tied, mask buffers excluded)",
         ),
         ModelCard(
-            "gpt2-xl", n_layers=48, d_model=1600, n_heads=25, n_kv_heads=25, d_head=64, d_ff=6400,
-            ffn_matrices=2, vocab=50_257, tied_output=True, attn_biases=True, ffn_biases=True, norm_params=2, positions=1024,
-            trained_context=1_024, source="Radford et al. 2019; released config (n_layer 48, n_embd 1600, n_head 25, n_ctx 1024)",
+            "gpt2-xl",
+            n_layers=48,
+            d_model=1600,
+            n_heads=25,
+            n_kv_heads=25,
+            d_head=64,
+            d_ff=6400,
+            ffn_matrices=2,
+            vocab=50_257,
+            tied_output=True,
+            attn_biases=True,
+            ffn_biases=True,
+            norm_params=2,
+            positions=1024,
+            trained_context=1_024,
+            source="Radford et al. 2019; released config (n_layer 48, n_embd 1600, n_head 25, n_ctx 1024)",
             published="1558M",
             published_where="the released checkpoint's name in openai/gpt-2 (the paper's table says 1542M)",
-            exact=1_557_611_200, exact_where="GPT2LMHeadModel.from_pretrained('gpt2-xl'): sum of p.numel() over its parameters",
+            exact=1_557_611_200,
+            exact_where="GPT2LMHeadModel.from_pretrained('gpt2-xl'): sum of p.numel() over its parameters",
         ),
         ModelCard(
-            "llama-2-7b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=32, d_head=128, d_ff=11_008,
-            ffn_matrices=3, vocab=32_000, tied_output=False,
-            trained_context=4_096, source="Touvron et al. 2023, Llama 2 (arXiv 2307.09288); released config (SwiGLU 11008, 32 kv heads)",
-            published="6.7B", published_where="LLaMA 7B, the same shape: Touvron et al. 2023, arXiv 2302.13971, Table 2",
-            exact=6_738_415_616, exact_where="the released checkpoint meta-llama/Llama-2-7b-hf: sum of p.numel() over its parameters",
+            "llama-2-7b",
+            n_layers=32,
+            d_model=4096,
+            n_heads=32,
+            n_kv_heads=32,
+            d_head=128,
+            d_ff=11_008,
+            ffn_matrices=3,
+            vocab=32_000,
+            tied_output=False,
+            trained_context=4_096,
+            source="Touvron et al. 2023, Llama 2 (arXiv 2307.09288); released config (SwiGLU 11008, 32 kv heads)",
+            published="6.7B",
+            published_where="LLaMA 7B, the same shape: Touvron et al. 2023, arXiv 2302.13971, Table 2",
+            exact=6_738_415_616,
+            exact_where="the released checkpoint meta-llama/Llama-2-7b-hf: sum of p.numel() over its parameters",
         ),
         ModelCard(
-            "llama-2-70b", n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, d_head=128, d_ff=28_672,
-            ffn_matrices=3, vocab=32_000, tied_output=False,
-            trained_context=4_096, source="Touvron et al. 2023, Llama 2 (arXiv 2307.09288); released config (grouped-query, 8 kv heads)",
-            published="70B", published_where="the model's name in the Llama 2 paper",
-            exact=68_976_648_192, exact_where="the released checkpoint meta-llama/Llama-2-70b-hf: sum of p.numel() over its parameters",
+            "llama-2-70b",
+            n_layers=80,
+            d_model=8192,
+            n_heads=64,
+            n_kv_heads=8,
+            d_head=128,
+            d_ff=28_672,
+            ffn_matrices=3,
+            vocab=32_000,
+            tied_output=False,
+            trained_context=4_096,
+            source="Touvron et al. 2023, Llama 2 (arXiv 2307.09288); released config (grouped-query, 8 kv heads)",
+            published="70B",
+            published_where="the model's name in the Llama 2 paper",
+            exact=68_976_648_192,
+            exact_where="the released checkpoint meta-llama/Llama-2-70b-hf: sum of p.numel() over its parameters",
         ),
         ModelCard(
-            "mistral-7b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_head=128, d_ff=14_336,
-            ffn_matrices=3, vocab=32_000, tied_output=False, window=4096,
-            trained_context=8_192, source="Jiang et al. 2023, Mistral 7B (arXiv 2310.06825), Table 1",
-            published="7B", published_where="the model's name in the Mistral 7B paper",
-            exact=7_241_732_096, exact_where="the released checkpoint mistralai/Mistral-7B-v0.1: sum of p.numel() over its parameters",
+            "mistral-7b",
+            n_layers=32,
+            d_model=4096,
+            n_heads=32,
+            n_kv_heads=8,
+            d_head=128,
+            d_ff=14_336,
+            ffn_matrices=3,
+            vocab=32_000,
+            tied_output=False,
+            window=4096,
+            trained_context=8_192,
+            source="Jiang et al. 2023, Mistral 7B (arXiv 2310.06825), Table 1",
+            published="7B",
+            published_where="the model's name in the Mistral 7B paper",
+            exact=7_241_732_096,
+            exact_where="the released checkpoint mistralai/Mistral-7B-v0.1: sum of p.numel() over its parameters",
         ),
         ModelCard(
-            "mixtral-8x7b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_head=128, d_ff=14_336,
-            ffn_matrices=3, vocab=32_000, tied_output=False, n_experts=8, experts_per_token=2,
-            trained_context=32_768, source="Jiang et al. 2024, Mixtral of Experts (arXiv 2401.04088), Table 1",
-            published="47B", published_active="13B", published_where="Mixtral paper, section 2",
-            exact=46_702_792_704, exact_where="the released checkpoint mistralai/Mixtral-8x7B-v0.1: sum of p.numel() over its parameters",
+            "mixtral-8x7b",
+            n_layers=32,
+            d_model=4096,
+            n_heads=32,
+            n_kv_heads=8,
+            d_head=128,
+            d_ff=14_336,
+            ffn_matrices=3,
+            vocab=32_000,
+            tied_output=False,
+            n_experts=8,
+            experts_per_token=2,
+            trained_context=32_768,
+            source="Jiang et al. 2024, Mixtral of Experts (arXiv 2401.04088), Table 1",
+            published="47B",
+            published_active="13B",
+            published_where="Mixtral paper, section 2",
+            exact=46_702_792_704,
+            exact_where="the released checkpoint mistralai/Mixtral-8x7B-v0.1: sum of p.numel() over its parameters",
         ),
     ]
 }
 
-_UNITS = {"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
-          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 1e3,
+    "MB": 1e6,
+    "GB": 1e9,
+    "TB": 1e12,
+    "PB": 1e15,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+    "PIB": 2**50,
+}
 _NUMBER = r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)"
 _SIZE = re.compile(r"\s*" + _NUMBER + r"\s*([KMGTP]I?B|B)?\s*", re.IGNORECASE)
 
@@ -428,15 +572,30 @@ def parse_rate(text: str) -> float:
     try:
         return parse_bytes(text.strip()[:-2])
     except ValueError:
-        raise ValueError(f"cannot read a bandwidth from {text!r}: write bytes per second, e.g. 3.35TB/s "
-                         "or 900GB/s") from None
+        raise ValueError(
+            f"cannot read a bandwidth from {text!r}: write bytes per second, e.g. 3.35TB/s or 900GB/s"
+        ) from None
 
 
 # what a --card may set: the shape of a model the calculator can describe
 _CARD_FIELDS = {
-    "name": str, "n_layers": int, "d_model": int, "n_heads": int, "n_kv_heads": int, "d_head": int, "d_ff": int,
-    "vocab": int, "ffn_matrices": int, "tied_output": bool, "n_experts": int, "experts_per_token": int,
-    "attn_biases": bool, "ffn_biases": bool, "norm_params": int, "positions": int, "window": int,
+    "name": str,
+    "n_layers": int,
+    "d_model": int,
+    "n_heads": int,
+    "n_kv_heads": int,
+    "d_head": int,
+    "d_ff": int,
+    "vocab": int,
+    "ffn_matrices": int,
+    "tied_output": bool,
+    "n_experts": int,
+    "experts_per_token": int,
+    "attn_biases": bool,
+    "ffn_biases": bool,
+    "norm_params": int,
+    "positions": int,
+    "window": int,
     "trained_context": int,
 }
 _CARD_REQUIRED = ("n_layers", "d_model", "n_heads", "d_head", "d_ff", "vocab")
@@ -464,11 +623,14 @@ def parse_card(text: str) -> ModelCard:
         key, eq, raw = item.partition("=")
         key = key.strip().lower().replace("-", "_")
         if key in OUT_OF_SCOPE:
-            raise ValueError(f"out of scope: {OUT_OF_SCOPE[key]}; the calculator answers for dense or top-k "
-                             "mixture-of-experts decoders with one window for all layers")
+            raise ValueError(
+                f"out of scope: {OUT_OF_SCOPE[key]}; the calculator answers for dense or top-k "
+                "mixture-of-experts decoders with one window for all layers"
+            )
         if key not in _CARD_FIELDS or not eq:
-            raise ValueError(f"cannot read {item!r} in --card: write field=value with fields among "
-                             f"{', '.join(_CARD_FIELDS)}")
+            raise ValueError(
+                f"cannot read {item!r} in --card: write field=value with fields among {', '.join(_CARD_FIELDS)}"
+            )
         kind = _CARD_FIELDS[key]
         if kind is str:
             values[key] = raw
@@ -527,6 +689,7 @@ def _bits(b: float) -> str:
 @dataclass(frozen=True)
 class Answer:
     """The walk-away figures for one card: what `table` prints, as numbers."""
+
     card: ModelCard
     context: int
     memory: float  # of all the chips together
@@ -545,8 +708,17 @@ class Answer:
         return self.batch / self.step if self.fits else 0.0
 
 
-def answer(c: ModelCard, context: int, memory: float, bandwidth: float, flops: float = 989e12, *,
-           batch: int | None = None, chips: int = 1, link_bandwidth: float = LINK_BANDWIDTH) -> Answer:
+def answer(
+    c: ModelCard,
+    context: int,
+    memory: float,
+    bandwidth: float,
+    flops: float = 989e12,
+    *,
+    batch: int | None = None,
+    chips: int = 1,
+    link_bandwidth: float = LINK_BANDWIDTH,
+) -> Answer:
     """The walk-away answer as numbers. `memory`, `bandwidth` and `flops` are each chip's; with `chips` > 1
     the weights and caches are split evenly among the chips (tensor parallel) and the three are summed."""
     total = chips * memory
@@ -556,8 +728,20 @@ def answer(c: ModelCard, context: int, memory: float, bandwidth: float, flops: f
     step, binds = step_bound(c, batch, context, bandwidth, flops, chips, link_bandwidth) if fits else (0.0, "")
     alone, alone_binds = step_bound(c, 1, context, bandwidth, flops, chips, link_bandwidth) if fit else (0.0, "")
     crossing = compute_bound_batch(c, bandwidth, flops)
-    return Answer(c, context, total, fit, batch, fits, step, binds, alone, alone_binds, crossing,
-                  longest_context(c, crossing, total))
+    return Answer(
+        c,
+        context,
+        total,
+        fit,
+        batch,
+        fits,
+        step,
+        binds,
+        alone,
+        alone_binds,
+        crossing,
+        longest_context(c, crossing, total),
+    )
 
 
 def _rows(a: Answer, flops: float, bandwidth: float):
@@ -586,21 +770,32 @@ def _rows(a: Answer, flops: float, bandwidth: float):
         ("compute-bound from batch", f"{a.crossing:,}"),
         ("longest context at that batch", longest),
         ("attention operations/byte", f"{attention_ops_per_byte(c):.3g} (ridge {flops / bandwidth:,.0f})"),
-        ("published total (active)",
-         (c.published + (f" ({c.published_active})" if c.published_active else "")) or "-"),
+        ("published total (active)", (c.published + (f" ({c.published_active})" if c.published_active else "")) or "-"),
     ]
 
 
 def _why_not(a: Answer) -> str:
     c, w = a.card, weights_bytes(a.card)
     caches = "one cache" if a.batch <= 1 or not a.fit else f"{a.batch:,} caches"
-    return (f"{c.name} does not fit: weights {_size(w)} + {caches} of {_size(cache_bytes(c, a.context))} > "
-            f"{_memory(a.memory)}")
+    return (
+        f"{c.name} does not fit: weights {_size(w)} + {caches} of {_size(cache_bytes(c, a.context))} > "
+        f"{_memory(a.memory)}"
+    )
 
 
-def table(names, context: int, memory: float, bandwidth: float, flops: float = 989e12, *,
-          batch: int | None = None, chips: int = 1, link_bandwidth: float = LINK_BANDWIDTH,
-          weight_bits: float | None = None, cache_bits: float | None = None) -> str:
+def table(
+    names,
+    context: int,
+    memory: float,
+    bandwidth: float,
+    flops: float = 989e12,
+    *,
+    batch: int | None = None,
+    chips: int = 1,
+    link_bandwidth: float = LINK_BANDWIDTH,
+    weight_bits: float | None = None,
+    cache_bits: float | None = None,
+) -> str:
     """The walk-away answer for one or two models (catalogue names or cards), as a text table of 77 columns.
 
     `memory`, `bandwidth` and `flops` are each chip's; `weight_bits` and `cache_bits` override the cards'."""
@@ -609,8 +804,10 @@ def table(names, context: int, memory: float, bandwidth: float, flops: float = 9
         cards = [dataclasses.replace(c, weight_bits=weight_bits) for c in cards]
     if cache_bits:
         cards = [dataclasses.replace(c, cache_bits=cache_bits) for c in cards]
-    answers = [answer(c, context, memory, bandwidth, flops, batch=batch, chips=chips, link_bandwidth=link_bandwidth)
-               for c in cards]
+    answers = [
+        answer(c, context, memory, bandwidth, flops, batch=batch, chips=chips, link_bandwidth=link_bandwidth)
+        for c in cards
+    ]
     columns = [_rows(a, flops, bandwidth) for a in answers]
     labels = [label for label, _ in columns[0]]
     width = max(map(len, labels))
@@ -620,21 +817,27 @@ def table(names, context: int, memory: float, bandwidth: float, flops: float = 9
         value = max(len(v) for _, v in columns[0] + [("", cards[0].name)])
     head = " " * width + "".join(f"  {c.name:>{value}}" for c in cards)
     lines = [head] + [
-        f"{label:<{width}}" + "".join(f"  {col[i][1]:>{value}}" for col in columns) for i, label in enumerate(labels)]
+        f"{label:<{width}}" + "".join(f"  {col[i][1]:>{value}}" for col in columns) for i, label in enumerate(labels)
+    ]
     precision = sorted({(_bits(globals()["weight_bits"](c)), _bits(globals()["cache_bits"](c))) for c in cards})
-    chip = (f"each of {chips} chips in tensor parallel" if chips > 1 else "one chip")
+    chip = f"each of {chips} chips in tensor parallel" if chips > 1 else "one chip"
     notes = [
         f"At {context:,} tokens a request, batch {'of ' + format(batch, ',') if batch else 'all that fit'}; "
         + "; ".join(f"weights {w}, cache {k}" for w, k in precision)
         + f"; {chip}: {_memory(memory)}, {bandwidth / 1e12:,.3g} TB/s, {flops / 1e12:,.4g} T operations/s.",
     ]
     if chips > 1:
-        notes.append(f"Weights and caches split evenly over the {chips} chips; two all-reduces a layer "
-                     f"over links of {link_bandwidth / 1e9:,.4g} GB/s each way, their latency not counted.")
-    notes.append("Counts and rates are upper bounds, times lower bounds: requests packed perfectly at full "
-                 "length; a step at least the longest of its reading "
-                 "at full bandwidth, its arithmetic at the peak rate" + (" and its all-reduces" if chips > 1 else "")
-                 + " (real kernels reach less).")
+        notes.append(
+            f"Weights and caches split evenly over the {chips} chips; two all-reduces a layer "
+            f"over links of {link_bandwidth / 1e9:,.4g} GB/s each way, their latency not counted."
+        )
+    notes.append(
+        "Counts and rates are upper bounds, times lower bounds: requests packed perfectly at full "
+        "length; a step at least the longest of its reading "
+        "at full bandwidth, its arithmetic at the peak rate"
+        + (" and its all-reduces" if chips > 1 else "")
+        + " (real kernels reach less)."
+    )
     notes += [_why_not(a) + "." for a in answers if not a.fits]
     notes += [w for w in (context_warning(c, context) for c in cards) if w]
     # a figure and its unit stay on one line
@@ -659,8 +862,18 @@ _LIMITS = {  # each chip's: far beyond any chip, and far above nothing
     "link": (1e6, 1e15, "1MB/s and 1PB/s, e.g. 450GB/s"),
 }
 MAX_CHIPS, MAX_BATCH = 4096, 10**9
-_VALUED = ("--context", "--batch", "--memory", "--bandwidth", "--flops", "--chips", "--link", "--weight-bits",
-           "--cache-bits", "--card")
+_VALUED = (
+    "--context",
+    "--batch",
+    "--memory",
+    "--bandwidth",
+    "--flops",
+    "--chips",
+    "--link",
+    "--weight-bits",
+    "--cache-bits",
+    "--card",
+)
 
 
 def _whole(text: str, what: str, top: int) -> int:
@@ -702,20 +915,28 @@ def _parser() -> _Parser:
     parser = _Parser(
         prog="python -m book.card",
         description="Parameters, cache, requests that fit and decode rates bounded by both roofs, for a dense or "
-                    "top-k mixture-of-experts decoder with grouped-query attention and one window for all layers.")
+        "top-k mixture-of-experts decoder with grouped-query attention and one window for all layers.",
+    )
     parser.add_argument("name", nargs="?", help=f"one of: {', '.join(CATALOGUE)}")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="two models side by side")
-    parser.add_argument("--card", help="your own model: n_layers=..,d_model=..,n_heads=..,d_head=..,d_ff=..,vocab=.."
-                                       " (and n_kv_heads, n_experts, experts_per_token, window, ...)")
-    parser.add_argument("--context", help="tokens per request (default 8192, or a model's table of positions "
-                                          "if shorter)")
+    parser.add_argument(
+        "--card",
+        help="your own model: n_layers=..,d_model=..,n_heads=..,d_head=..,d_ff=..,vocab=.."
+        " (and n_kv_heads, n_experts, experts_per_token, window, ...)",
+    )
+    parser.add_argument(
+        "--context", help="tokens per request (default 8192, or a model's table of positions if shorter)"
+    )
     parser.add_argument("--batch", help="requests decoded together (default: all that fit)")
     parser.add_argument("--weight-bits", default="16", help="bits a weight, e.g. 4, 8 or 16 (default 16)")
     parser.add_argument("--cache-bits", default="16", help="bits a cached number, e.g. 8 or 16 (default 16)")
     parser.add_argument("--memory", default="80GiB", help="each chip's memory, e.g. 80GiB or 40GB (default 80GiB)")
     parser.add_argument("--bandwidth", default="3.35TB/s", help="each chip's memory bandwidth (default 3.35TB/s)")
-    parser.add_argument("--flops", default="989T",
-                        help="each chip's peak arithmetic rate, operations/s (default 989T, an H100's dense 16-bit)")
+    parser.add_argument(
+        "--flops",
+        default="989T",
+        help="each chip's peak arithmetic rate, operations/s (default 989T, an H100's dense 16-bit)",
+    )
     parser.add_argument("--chips", default="1", help="chips in tensor parallel (default 1)")
     parser.add_argument("--link", default="450GB/s", help="each chip's link bandwidth, each way (default 450GB/s)")
     parser.add_argument("--list", action="store_true", help="list the known models and where their shapes come from")
@@ -733,14 +954,16 @@ def _joined(argv):
     return out
 
 
-def _run(argv) -> str:
+def _run(argv) -> str:  # noqa: C901 (the command line's steps in order)
     """The command line's whole output, or _Refused with the one line that says what was expected."""
     args = _parser().parse_args(_joined(argv))
     if args.list:
         if args.name or args.compare or args.card:
             raise _Refused("--list takes no model")
-        return "\n".join(f"{card.name:14} shape: {card.source}\n{'':14} published {card.published}: "
-                         f"{card.published_where}" for card in CATALOGUE.values())
+        return "\n".join(
+            f"{card.name:14} shape: {card.source}\n{'':14} published {card.published}: {card.published_where}"
+            for card in CATALOGUE.values()
+        )
     given = sum(bool(x) for x in (args.name, args.compare, args.card))
     if given == 0:
         raise _Refused(f"name a model, use --compare A B or --card; known models: {', '.join(CATALOGUE)}")
@@ -773,14 +996,27 @@ def _run(argv) -> str:
     if context <= 0:
         raise _Refused("--context must be a positive number of tokens, e.g. 8192")
     if context > MAX_CONTEXT:
-        raise _Refused(f"--context {context:,} tokens is beyond any released model's window; "
-                       f"the calculator accepts up to {MAX_CONTEXT:,}")
+        raise _Refused(
+            f"--context {context:,} tokens is beyond any released model's window; "
+            f"the calculator accepts up to {MAX_CONTEXT:,}"
+        )
     for c in cards:
         if c.positions and context > c.positions:
-            raise _Refused(f"{c.name} has a table of {c.positions:,} positions: it cannot read {context:,} tokens "
-                           "at all")
-    return table(cards, context, memory, bandwidth, flops, batch=batch, chips=chips, link_bandwidth=link,
-                 weight_bits=weight, cache_bits=cache)
+            raise _Refused(
+                f"{c.name} has a table of {c.positions:,} positions: it cannot read {context:,} tokens at all"
+            )
+    return table(
+        cards,
+        context,
+        memory,
+        bandwidth,
+        flops,
+        batch=batch,
+        chips=chips,
+        link_bandwidth=link,
+        weight_bits=weight,
+        cache_bits=cache,
+    )
 
 
 def main(argv=None) -> int:

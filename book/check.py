@@ -5,6 +5,7 @@ Run it first, and paste what it prints into a question. Each line is `ok: ...` o
 child process, so a build that cannot import is reported in one line, not a traceback.
 Introduced in each chapter's *Before you start*.
 """
+
 from __future__ import annotations
 
 import importlib.metadata as metadata
@@ -21,8 +22,7 @@ NEEDED = ("numpy", "matplotlib", "torch")  # what `import book` and the chapters
 FOR_NOTEBOOKS = ("jupytext", "ipykernel")  # to open the .md chapters as notebooks
 FOR_EXERCISES = ("otter-grader",)
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-TORCH_FIX = (f"pip install --force-reinstall --no-deps torch=={PRINTED_WITH['torch']} "
-             f"--index-url {CPU_INDEX}")
+TORCH_FIX = f"pip install --force-reinstall --no-deps torch=={PRINTED_WITH['torch']} --index-url {CPU_INDEX}"
 DATA = Path(__file__).with_name("data")
 
 # Run in a child process: what torch says about itself, or the error that stopped its import.
@@ -67,10 +67,15 @@ def check_python(info=sys.version_info) -> tuple[bool, str]:
     have = f"{info[0]}.{info[1]}.{info[2]}"
     low, high = SUPPORTED_PYTHON
     if not low <= tuple(info[:2]) <= high:
-        return problem(f"Python {have} is outside {low[0]}.{low[1]} to {high[0]}.{high[1]}.",
-                       "install Python 3.11 and make a new virtual environment with it.")
-    note = "" if have.startswith(PRINTED_WITH["python"] + ".") else \
-        f" (the pages were printed with {PRINTED_WITH['python']})"
+        return problem(
+            f"Python {have} is outside {low[0]}.{low[1]} to {high[0]}.{high[1]}.",
+            "install Python 3.11 and make a new virtual environment with it.",
+        )
+    note = (
+        ""
+        if have.startswith(PRINTED_WITH["python"] + ".")
+        else f" (the pages were printed with {PRINTED_WITH['python']})"
+    )
     return ok(f"Python {have}{note}")
 
 
@@ -80,9 +85,13 @@ def check_packages(version=version_of) -> list[tuple[bool, str]]:
     for dist in NEEDED + FOR_NOTEBOOKS + FOR_EXERCISES:
         have = version(dist)
         if have is None:
-            why = ("the chapters import it" if dist in NEEDED else
-                   "it opens the chapters as notebooks" if dist in FOR_NOTEBOOKS else
-                   "the exercises' checks use it")
+            why = (
+                "the chapters import it"
+                if dist in NEEDED
+                else "it opens the chapters as notebooks"
+                if dist in FOR_NOTEBOOKS
+                else "the exercises' checks use it"
+            )
             fix = TORCH_FIX if dist == "torch" else "pip install --no-deps -r requirements.txt"
             lines.append(problem(f"{dist} is not installed, and {why}.", fix))
         else:
@@ -92,18 +101,32 @@ def check_packages(version=version_of) -> list[tuple[bool, str]]:
 
 def torch_problem(error: str) -> tuple[bool, str]:
     """One line for a torch that does not import: the CUDA build without its libraries, or else."""
-    if any(lib in error for lib in ("libcudnn", "libcublas", "libcuda", "libnvrtc", "libcusparse",
-                                    "libnccl", "libnvJitLink", "libcufft", "libcurand")):
-        return problem(f"torch does not import: {error.splitlines()[0][:120]}. This is PyPI's "
-                       "CUDA build installed without its CUDA libraries (pip --no-deps); the "
-                       "course runs on the CPU.", TORCH_FIX)
+    if any(
+        lib in error
+        for lib in (
+            "libcudnn",
+            "libcublas",
+            "libcuda",
+            "libnvrtc",
+            "libcusparse",
+            "libnccl",
+            "libnvJitLink",
+            "libcufft",
+            "libcurand",
+        )
+    ):
+        return problem(
+            f"torch does not import: {error.splitlines()[0][:120]}. This is PyPI's "
+            "CUDA build installed without its CUDA libraries (pip --no-deps); the "
+            "course runs on the CPU.",
+            TORCH_FIX,
+        )
     return problem(f"torch does not import: {error.splitlines()[0][:160]}", TORCH_FIX)
 
 
 def check_torch(run=None) -> list[tuple[bool, str]]:
     """Whether torch imports, its version and CPU code path, and whether the tiny models are ready."""
-    run = run or (lambda: subprocess.run([sys.executable, "-c", _PROBE], capture_output=True,
-                                         text=True, timeout=300))
+    run = run or (lambda: subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=300))
     try:
         done = run()
         info = json.loads(done.stdout.strip().splitlines()[-1])
@@ -115,23 +138,33 @@ def check_torch(run=None) -> list[tuple[bool, str]]:
     if "error" in info:
         return [torch_problem(info["error"])]
     build = f"CUDA {info['cuda']} build; the course runs on the CPU" if info["cuda"] else "CPU build"
-    lines = [ok(f"torch {info['version']} imports ({build}), CPU code path {info['path']}, "
-                f"{info['threads']} threads")]
+    lines = [ok(f"torch {info['version']} imports ({build}), CPU code path {info['path']}, {info['threads']} threads")]
     base = info["version"].split("+")[0]
     if base != PRINTED_WITH["torch"]:
-        lines.append(problem(
-            f"torch {base} is not {PRINTED_WITH['torch']}, with which the pages were printed: the "
-            "chapters run, but a figure from the trained models may differ in its last digits, and "
-            "a cell that checks one would then say so.",
-            f"to see exactly the printed figures, {TORCH_FIX}"))
+        lines.append(
+            problem(
+                f"torch {base} is not {PRINTED_WITH['torch']}, with which the pages were printed: the "
+                "chapters run, but a figure from the trained models may differ in its last digits, and "
+                "a cell that checks one would then say so.",
+                f"to see exactly the printed figures, {TORCH_FIX}",
+            )
+        )
     if "tiny_error" in info:
-        lines.append(problem(f"the course's tiny model cannot be set up: {info['tiny_error'][:160]}",
-                             "reinstall the course package: pip install -e ."))
+        lines.append(
+            problem(
+                f"the course's tiny model cannot be set up: {info['tiny_error'][:160]}",
+                "reinstall the course package: pip install -e .",
+            )
+        )
     elif info["trained"]:
         lines.append(ok(f"the tiny model is trained, in {info['cache']}"))
     else:
-        lines.append(ok(f"the tiny model is not trained yet: the first chapter that needs it trains "
-                        f"it in a few seconds and keeps it in {info['cache']}"))
+        lines.append(
+            ok(
+                f"the tiny model is not trained yet: the first chapter that needs it trains "
+                f"it in a few seconds and keeps it in {info['cache']}"
+            )
+        )
     return lines
 
 
@@ -140,8 +173,10 @@ def check_data() -> tuple[bool, str]:
     wanted = [DATA / "robot_text.txt", DATA / "tiny_unmasked.pt", DATA / "source_figures"]
     missing = [p.name for p in wanted if not p.exists()]
     if missing:
-        return problem(f"the course package lacks {', '.join(missing)} (in {DATA}).",
-                       "install the course from its repository: pip install --no-deps -e .")
+        return problem(
+            f"the course package lacks {', '.join(missing)} (in {DATA}).",
+            "install the course from its repository: pip install --no-deps -e .",
+        )
     return ok(f"the course package is at {Path(__file__).parent}, with its data")
 
 

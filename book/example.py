@@ -11,6 +11,7 @@ decimals (attention scores to three), then a seeded search on that grid until
 every simulated figure of the source page is reproduced at its printed
 precision. ``tests/test_example.py`` checks each of those figures.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,18 @@ import numpy as np
 from .example_data import ATTENTION_SCORES, LOGITS, NEXT_LOGITS, VOCAB
 
 __all__ = [
-    "VOCAB", "WORD_ID", "SENTENCE", "START", "INPUT_WORDS", "TARGET_WORDS", "TOKEN_IDS",
-    "TARGET_IDS", "LOGITS", "NEXT_LOGITS", "NEXT_AFTER", "ATTENTION_SCORES",
+    "VOCAB",
+    "WORD_ID",
+    "SENTENCE",
+    "START",
+    "INPUT_WORDS",
+    "TARGET_WORDS",
+    "TOKEN_IDS",
+    "TARGET_IDS",
+    "LOGITS",
+    "NEXT_LOGITS",
+    "NEXT_AFTER",
+    "ATTENTION_SCORES",
 ]
 
 SENTENCE = ("the", "arm", "lifts", "the", "red", "block")

@@ -1,7 +1,7 @@
 """The simulated example, as literals. Written by ``python -m tools.make_example`` (seed 2017, 11637 search steps); do not edit by hand."""
 
 # VOCAB[i] is word id i; the raw outputs' columns follow it
-VOCAB = ['grips', 'arm', 'on', 'red', 'cup', 'the', 'table', 'drops', 'lifts', 'block', 'blue', 'moves']
+VOCAB = ["grips", "arm", "on", "red", "cup", "the", "table", "drops", "lifts", "block", "blue", "moves"]
 
 # raw outputs (logits) at the six positions of the sentence: 6 rows x 12 words
 LOGITS = [

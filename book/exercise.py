@@ -19,6 +19,7 @@ them and says what failed in a form a learner can use:
   question uses changes, they start again from the first, so three different slips do not reveal
   the recipe.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -137,7 +138,15 @@ class Grader:
 
     def __getattr__(self, name):
         """Anything else (`export`, `check_all`, ...) is otter's own `Notebook`, built on the notebook found."""
-        if name.startswith("_") or name in ("assignment", "notebook", "problem", "failures", "answers", "tests", "hints"):
+        if name.startswith("_") or name in (
+            "assignment",
+            "notebook",
+            "problem",
+            "failures",
+            "answers",
+            "tests",
+            "hints",
+        ):
             raise AttributeError(name)
         import otter
 
@@ -167,8 +176,14 @@ class Grader:
         failed = [(i, r) for i, r in enumerate(tests.test_case_results) if not r.passed]
         if not failed:
             n = len(tests.test_case_results)
-            return Feedback(question, True, [f"{question} passed! ({n} public check{'s' * (n != 1)})",
-                                             "The grade runs it again on inputs you have not seen."])
+            return Feedback(
+                question,
+                True,
+                [
+                    f"{question} passed! ({n} public check{'s' * (n != 1)})",
+                    "The grade runs it again on inputs you have not seen.",
+                ],
+            )
         i, result = failed[0]
         self.failures[question, i] += 1
         return Feedback(question, False, self._lines(question, i, len(tests.test_case_results), result))
@@ -194,8 +209,10 @@ class Grader:
         if step >= 3 and recipe:
             lines.append(f"Recipe: {' '.join(recipe.split())}")
         if step < 3 and (ask if step == 1 else recipe):
-            lines.append("(Run this check again on the same code and it says more; "
-                         "a change to your code starts the hints again.)")
+            lines.append(
+                "(Run this check again on the same code and it says more; "
+                "a change to your code starts the hints again.)"
+            )
         return lines
 
 
@@ -206,8 +223,10 @@ def grader_for(assignment: str, folder=".") -> Grader:
     except Exception:  # an unreadable folder: say so at the first check
         notebook = None
     if notebook is None:
-        problem = (f"the tests of {assignment} were not found: keep this notebook in the folder you opened it "
-                   f"from, and save it (File > Save) before running this cell again")
+        problem = (
+            f"the tests of {assignment} were not found: keep this notebook in the folder you opened it "
+            f"from, and save it (File > Save) before running this cell again"
+        )
         print(f"Note: {problem}.")
         return Grader(assignment, None, problem)
     try:

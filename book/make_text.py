@@ -6,6 +6,7 @@ download. An episode names an object, then refers back to it, which gives
 attention something to learn: the second sentence must copy the colour and
 object of the first, however far back they are.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -2,6 +2,7 @@
 
 `softmax` is introduced in chapter 1 and reused by the masking (2) and sampling (5) chapters.
 """
+
 from __future__ import annotations
 
 import numpy as np

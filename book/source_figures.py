@@ -7,6 +7,7 @@ figures, ``tests/test_example.py`` and ``tests/test_specs.py`` check the example
 ``tests/test_source_figures.py`` checks each chapter prints them, and the errata page lists the
 corrected ones.
 """
+
 from __future__ import annotations
 
 import csv

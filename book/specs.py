@@ -4,6 +4,7 @@ Introduced in chapter 4 (the roofline of the cache's speed-up); chapter 6 splits
 roofline into its two kinds of work. It describes no real product. The example model is a
 `book.card.ModelCard` (`book.card.EXAMPLE_MODEL`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,10 +43,16 @@ EXAMPLE_ACCELERATOR = Accelerator(name="example accelerator", bandwidth=1.0e12, 
 # NVIDIA prints its 16-bit tensor figures "with sparsity" (2:4 structured sparsity, half the weights zero);
 # the dense rate, which an ordinary model's matrix products can use, is half of it.
 REAL_CHIPS = [
-    Accelerator("A100 80GB SXM", bandwidth=2.039e12, ops_per_second=312e12, sparse_ops_per_second=624e12,
-                source="nvidia2021a100"),
-    Accelerator("H100 SXM", bandwidth=3.35e12, ops_per_second=989e12, sparse_ops_per_second=1_979e12,
-                source="nvidia2022h100"),
+    Accelerator(
+        "A100 80GB SXM",
+        bandwidth=2.039e12,
+        ops_per_second=312e12,
+        sparse_ops_per_second=624e12,
+        source="nvidia2021a100",
+    ),
+    Accelerator(
+        "H100 SXM", bandwidth=3.35e12, ops_per_second=989e12, sparse_ops_per_second=1_979e12, source="nvidia2022h100"
+    ),
     # Apple states one GPU rate, 27.2 TFLOPS (32-bit) for the 76-core M2 Ultra, and 800 GB/s; its GPU does
     # 16-bit arithmetic at the same rate, so the same figure is taken as the 16-bit rate (an assumption).
     Accelerator("Apple M2 Ultra (76-core GPU)", bandwidth=800e9, ops_per_second=27.2e12, source="apple2023macprospecs"),

@@ -2,6 +2,7 @@
 
 Introduced in chapter 1; every chapter calls ``use()`` in its imports cell.
 """
+
 from __future__ import annotations
 
 import matplotlib as mpl
@@ -25,27 +26,37 @@ TALL = (6.0, 4.5)
 
 def use():
     """Apply the course style to matplotlib (call once per notebook)."""
-    mpl.rcParams.update({
-        "figure.figsize": WIDE,
-        "figure.dpi": 100,
-        "savefig.dpi": 100,
-        "font.family": "DejaVu Sans",
-        "font.size": 10,
-        "axes.titlesize": 10,
-        "axes.labelsize": 10,
-        "axes.edgecolor": COLORS["ink"],
-        "axes.labelcolor": COLORS["ink"],
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.prop_cycle": mpl.cycler(color=[COLORS[k] for k in ("main", "other", "right", "wrong", "muted")]),
-        "xtick.color": COLORS["ink"],
-        "ytick.color": COLORS["ink"],
-        "legend.frameon": False,
-        "figure.constrained_layout.use": True,
-    })
+    mpl.rcParams.update(
+        {
+            "figure.figsize": WIDE,
+            "figure.dpi": 100,
+            "savefig.dpi": 100,
+            "font.family": "DejaVu Sans",
+            "font.size": 10,
+            "axes.titlesize": 10,
+            "axes.labelsize": 10,
+            "axes.edgecolor": COLORS["ink"],
+            "axes.labelcolor": COLORS["ink"],
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.prop_cycle": mpl.cycler(color=[COLORS[k] for k in ("main", "other", "right", "wrong", "muted")]),
+            "xtick.color": COLORS["ink"],
+            "ytick.color": COLORS["ink"],
+            "legend.frameon": False,
+            "figure.constrained_layout.use": True,
+        }
+    )
 
 
 def token_box(ax, x, y, word, colour):
     """One word in a filled, rounded box centred at (x, y): the token pictures of chapters 1, 3 and 4."""
-    ax.text(x, y, word, ha="center", va="center", color="white", fontsize=11,
-            bbox=dict(boxstyle="round,pad=0.4", facecolor=colour, edgecolor="none"))
+    ax.text(
+        x,
+        y,
+        word,
+        ha="center",
+        va="center",
+        color="white",
+        fontsize=11,
+        bbox=dict(boxstyle="round,pad=0.4", facecolor=colour, edgecolor="none"),
+    )

@@ -5,6 +5,7 @@ leak, the memory of a training step, the key-value cache, sampling, decode speed
 The whole model is in this file; shapes are in the comments (B batch, T tokens,
 C width, H heads, D head size, V vocabulary).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,9 +25,28 @@ from torch.nn import functional as F
 from .card import ModelCard
 
 __all__ = [
-    "TinyConfig", "TinyGPT", "WordTokenizer", "load_text", "corpus", "batches", "AdamW", "train", "trained_model",
-    "card_of", "cache_folder", "generate", "generate_batch", "Written", "greedy", "sample", "sampler",
-    "new_caches", "cache_bytes", "one_thread", "DTYPE", "RETRAIN_STEPS",
+    "TinyConfig",
+    "TinyGPT",
+    "WordTokenizer",
+    "load_text",
+    "corpus",
+    "batches",
+    "AdamW",
+    "train",
+    "trained_model",
+    "card_of",
+    "cache_folder",
+    "generate",
+    "generate_batch",
+    "Written",
+    "greedy",
+    "sample",
+    "sampler",
+    "new_caches",
+    "cache_bytes",
+    "one_thread",
+    "DTYPE",
+    "RETRAIN_STEPS",
 ]
 
 TEXT_PATH = Path(__file__).with_name("data") / "robot_text.txt"
@@ -87,8 +107,8 @@ def batches(data: torch.Tensor, batch: int, context: int, generator: torch.Gener
     """Endless random windows of the token stream: inputs and the same windows one token on."""
     while True:
         starts = torch.randint(len(data) - context - 1, (batch,), generator=generator)
-        x = torch.stack([data[s:s + context] for s in starts])  # (B, T)
-        y = torch.stack([data[s + 1:s + context + 1] for s in starts])  # (B, T), shifted by one
+        x = torch.stack([data[s : s + context] for s in starts])  # (B, T)
+        y = torch.stack([data[s + 1 : s + context + 1] for s in starts])  # (B, T), shifted by one
         yield x, y
 
 
@@ -108,8 +128,9 @@ class TinyConfig:
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
-            raise ValueError(f"TinyConfig(dtype={self.dtype!r}): the tiny model computes in one of "
-                             f"{', '.join(map(repr, DTYPES))}")
+            raise ValueError(
+                f"TinyConfig(dtype={self.dtype!r}): the tiny model computes in one of {', '.join(map(repr, DTYPES))}"
+            )
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -120,8 +141,16 @@ def card_of(cfg: TinyConfig) -> ModelCard:
     """The tiny model's shape as a model card: LayerNorm, biases in the feed-forward layer only,
     a learned position table, a tied output layer, numbers of the config's dtype (8 bytes in float64)."""
     return ModelCard(
-        "tiny", n_layers=cfg.n_layers, d_model=cfg.d_model, n_heads=cfg.n_heads, d_head=cfg.d_model // cfg.n_heads,
-        d_ff=cfg.d_ff, vocab=cfg.vocab, ffn_biases=True, norm_params=2, positions=cfg.context,
+        "tiny",
+        n_layers=cfg.n_layers,
+        d_model=cfg.d_model,
+        n_heads=cfg.n_heads,
+        d_head=cfg.d_model // cfg.n_heads,
+        d_ff=cfg.d_ff,
+        vocab=cfg.vocab,
+        ffn_biases=True,
+        norm_params=2,
+        positions=cfg.context,
         bytes_per_number=torch.empty(0, dtype=cfg.torch_dtype).element_size(),
         source="book/tiny.py",
     )
@@ -159,8 +188,9 @@ class Block(nn.Module):
         dtype = cfg.torch_dtype
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model, dtype=dtype), nn.LayerNorm(cfg.d_model, dtype=dtype)
         self.attn = Attention(cfg)
-        self.ff = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff, dtype=dtype), nn.GELU(),
-                                nn.Linear(cfg.d_ff, cfg.d_model, dtype=dtype))
+        self.ff = nn.Sequential(
+            nn.Linear(cfg.d_model, cfg.d_ff, dtype=dtype), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model, dtype=dtype)
+        )
 
     def forward(self, x, cache=None):
         x = x + self.attn(self.norm1(x), cache)  # residual around attention
@@ -219,8 +249,8 @@ class AdamW:
     @torch.no_grad()
     def step(self):
         self.step_count += 1
-        step_size = -(self.lr / (1 - self.beta1 ** self.step_count))  # the bias corrections of the moments
-        root_correction = (1 - self.beta2 ** self.step_count) ** 0.5
+        step_size = -(self.lr / (1 - self.beta1**self.step_count))  # the bias corrections of the moments
+        root_correction = (1 - self.beta2**self.step_count) ** 0.5
         for p, (mean, mean_square) in zip(self.params, self.moments):
             if p.grad is None:
                 continue
@@ -254,8 +284,15 @@ def cache_folder() -> Path:
 
 def _recipe(cfg: TinyConfig, steps: int, seed: int) -> dict:
     """What a training run is asked to do: the config (dtype included), steps, seed, batch, rate, window, text."""
-    return {"config": asdict(cfg), "steps": steps, "seed": seed, "batch": BATCH, "lr": LR, "window": TRAIN_WINDOW,
-            "text": hashlib.sha256(load_text().encode()).hexdigest()}
+    return {
+        "config": asdict(cfg),
+        "steps": steps,
+        "seed": seed,
+        "batch": BATCH,
+        "lr": LR,
+        "window": TRAIN_WINDOW,
+        "text": hashlib.sha256(load_text().encode()).hexdigest(),
+    }
 
 
 def _run_key(cfg: TinyConfig, steps: int, seed: int) -> str:
@@ -266,8 +303,12 @@ def _run_key(cfg: TinyConfig, steps: int, seed: int) -> str:
     it was not trained on."""
     cpu = [platform.machine(), torch.backends.cpu.get_cpu_capability()]
     cpu += [os.environ.get(name, "") for name in CPU_PATH_VARIABLES[1:]]  # PyTorch's own, read above
-    recipe = {**_recipe(cfg, steps, seed), "torch": torch.__version__, "cpu": cpu,
-              "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}
+    recipe = {
+        **_recipe(cfg, steps, seed),
+        "torch": torch.__version__,
+        "cpu": cpu,
+        "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+    }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -373,6 +414,7 @@ class Written:
     """What `generate` collects: the row (the prompt, then the new tokens), the log-chance of each new token
     at temperature 1, and the key-value caches it filled (one dict a layer, tensors (B, H, T, D); None if it
     wrote without a cache or outgrew its window)."""
+
     ids: list[int]
     log_chances: list[float]
     caches: list | None
@@ -410,15 +452,19 @@ def _check(model, rows, n_new, window):
         raise ValueError("generate needs a prompt of at least one token (a batch: at least one such prompt)")
     lengths = sorted({len(row) for row in rows})
     if len(lengths) > 1:
-        raise ValueError(f"the prompts of a batch must have equal length, to go through the model as one "
-                         f"(B, T) tensor; these have lengths {', '.join(map(str, lengths))}")
+        raise ValueError(
+            f"the prompts of a batch must have equal length, to go through the model as one "
+            f"(B, T) tensor; these have lengths {', '.join(map(str, lengths))}"
+        )
     table = model.cfg.context
     if window is not None and not 1 <= window <= table:
         raise ValueError(f"window={window}: the model has position slots for 1 to {table} tokens")
     if window is None and lengths[0] + n_new - 1 > table:
-        raise ValueError(f"{lengths[0]} prompt tokens + {n_new} new ones need {lengths[0] + n_new - 1} "
-                         f"positions; the model's position table has {table}. Pass window={table} (or less) "
-                         "to crop the row.")
+        raise ValueError(
+            f"{lengths[0]} prompt tokens + {n_new} new ones need {lengths[0] + n_new - 1} "
+            f"positions; the model's position table has {table}. Pass window={table} (or less) "
+            "to crop the row."
+        )
 
 
 def _write(model, rows, n_new, pick, window, use_cache):
@@ -455,11 +501,20 @@ def _ship():
     """Train the unmasked run on the plain path and write it to SHIPPED_UNMASKED: `python -m book.tiny ship`."""
     wrong = {k: os.environ.get(k) for k, v in PLAIN_PATH.items() if os.environ.get(k) != v}
     if wrong:
-        raise SystemExit("the shipped run is trained on the plain CPU path; run\n  "
-                         + " ".join(f"{k}={v}" for k, v in PLAIN_PATH.items()) + " python -m book.tiny ship")
+        raise SystemExit(
+            "the shipped run is trained on the plain CPU path; run\n  "
+            + " ".join(f"{k}={v}" for k, v in PLAIN_PATH.items())
+            + " python -m book.tiny ship"
+        )
     model, losses = trained_model(causal=False, shipped=False)  # trained here, on the plain path
-    torch.save({"weights": model.state_dict(), "losses": torch.tensor(losses, dtype=torch.float64),
-                "recipe": json.dumps(_recipe(model.cfg, STEPS, SEED), sort_keys=True)}, SHIPPED_UNMASKED)
+    torch.save(
+        {
+            "weights": model.state_dict(),
+            "losses": torch.tensor(losses, dtype=torch.float64),
+            "recipe": json.dumps(_recipe(model.cfg, STEPS, SEED), sort_keys=True),
+        },
+        SHIPPED_UNMASKED,
+    )
     print(f"wrote {SHIPPED_UNMASKED}: last-30 loss {sum(losses[-30:]) / 30:.6f}")
 
 
@@ -467,6 +522,7 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:] != ["ship"]:
-        raise SystemExit("usage: python -m book.tiny ship  (retrains the shipped unmasked run, "
-                         "book/data/tiny_unmasked.pt)")
+        raise SystemExit(
+            "usage: python -m book.tiny ship  (retrains the shipped unmasked run, book/data/tiny_unmasked.pt)"
+        )
     _ship()

@@ -3,6 +3,7 @@
 nbval runs the goldens in a kernel of one thread (the spec written below), while the website's build runs the
 chapters at the machine's default thread count: test_thread_count.py compares the two runs' outputs.
 """
+
 import json
 import os
 import re
@@ -15,7 +16,6 @@ import pytest
 
 from tools import built_site
 
-
 ONE_THREAD_KERNEL = "python3-one-thread"
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 _KERNELS = Path(tempfile.mkdtemp(prefix="course-kernels-"))
@@ -25,9 +25,16 @@ ONE_THREAD_SPEC = _KERNELS / "kernels" / ONE_THREAD_KERNEL
 def pytest_configure(config):
     """A kernel spec of this Python with one thread for torch and BLAS, on JUPYTER_PATH, handed to nbval."""
     ONE_THREAD_SPEC.mkdir(parents=True, exist_ok=True)
-    (ONE_THREAD_SPEC / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (one thread)", "language": "python", "env": ONE_THREAD}))
+    (ONE_THREAD_SPEC / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (one thread)",
+                "language": "python",
+                "env": ONE_THREAD,
+            }
+        )
+    )
     os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(_KERNELS), os.environ.get("JUPYTER_PATH")]))
     if hasattr(config.option, "nbval_kernel_name") and not config.option.nbval_kernel_name:
         config.option.nbval_kernel_name = ONE_THREAD_KERNEL
@@ -41,9 +48,19 @@ def pytest_configure(config):
 # chapter 1, which needs no site, goes to the second worker; the browser tests, the longest file (about a third
 # of the suite), follow the build on the first worker; then the other long files; the rest keep pytest's
 # order. Run serially (a plain `pytest`), the order is the same.
-ORDER = ["test_build.py", "01_next_token_prediction.ipynb", "test_browser.py", "golden", "test_cpu_paths.py",
-         "test_grading_attacks.py", "test_jupyterlab.py", "test_pdf.py", "test_jupyter_server.py", "test_exercises.py",
-         "test_tiny.py"]
+ORDER = [
+    "test_build.py",
+    "01_next_token_prediction.ipynb",
+    "test_browser.py",
+    "golden",
+    "test_cpu_paths.py",
+    "test_grading_attacks.py",
+    "test_jupyterlab.py",
+    "test_pdf.py",
+    "test_jupyter_server.py",
+    "test_exercises.py",
+    "test_tiny.py",
+]
 
 
 def _rank(item):
@@ -53,8 +70,20 @@ def _rank(item):
     return len(ORDER)
 
 
+# The slow tier: files that build the site, drive a browser or a kernel, grade in sandboxes, train or run the
+# goldens. `make check` runs everything else (the fast tier, about a minute: `pytest -m "not slow"`);
+# `make test` runs both.
+SLOW = {"test_build.py", "test_browser.py", "test_calculator.py", "golden", "test_cpu_paths.py",
+        "test_grading_attacks.py", "test_jupyterlab.py", "test_pdf.py", "test_jupyter_server.py", "test_exercises.py",
+        "test_tiny.py", "test_thread_count.py", "test_links.py", "test_release.py", "test_colab.py", "test_seccomp.py",
+        "test_binder.py", "test_check.py", "test_prose_mutations.py"}
+
+
 def pytest_collection_modifyitems(items):
     items.sort(key=_rank)  # stable: within a file, and among the files not listed, pytest's order stays
+    for item in items:
+        if item.path.name in SLOW or item.path.parent.name in SLOW:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -70,8 +99,6 @@ def site():
 def site_url(site):
     with built_site.serve(site) as url:
         yield url
-
-
 
 
 def unavailable(message):
@@ -92,8 +119,13 @@ def browser_context():
     except ImportError:
         unavailable("the browser tests need the playwright package: make setup (requirements-dev.txt)")
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile, sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(profile, executable_path=chromium, headless=True, args=built_site.CHROMIUM_ARGS,
-                                                       viewport={"width": 1280, "height": 900})
+        context = p.chromium.launch_persistent_context(
+            profile,
+            executable_path=chromium,
+            headless=True,
+            args=built_site.CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 900},
+        )
         # no network for any page of this context: only the local site answers (each Visit also records the rest)
         context.route(re.compile(r"^(?!http://127\.0\.0\.1[:/]).*"), lambda route: route.abort())
         yield context

@@ -19,6 +19,7 @@ recorded, and a page that makes one fails. The site needs none: MathJax is serve
 (_ext/offline_site.py), so every formula is typeset with no network, as from a folder or a USB stick in a
 classroom: no raw `\(`, `\[` or `$$` is left in the text, and MathJax reports no error.
 """
+
 import os
 import re
 import time
@@ -131,7 +132,8 @@ def test_page_loads_with_its_figures(opened, page_name):
     assert not uncaptioned, f"{page_name}: {uncaptioned} figures without a caption"
     for src, alt in figures:
         assert not GENERIC_ALT.match(alt) and len(alt.split()) >= 8 and re.search(r"\d", alt), (
-            f"{page_name}: the alt text of {src} should say what the picture shows and its key number: {alt!r}")
+            f"{page_name}: the alt text of {src} should say what the picture shows and its key number: {alt!r}"
+        )
 
 
 # A code block is hundreds of highlighted tokens (two thirds of a chapter's elements, 4,000 in chapter 1), and
@@ -175,7 +177,8 @@ def start_axe(page, mode):
         runs.append(({"include": [["pre"]]}, {"rules": {"color-contrast": {"enabled": False}}}))
     # axe.run does most of its work before it returns its promise: started from a timer, it leaves
     # `evaluate` free to return at once
-    page.evaluate("""(runs) => {
+    page.evaluate(
+        """(runs) => {
         window.__axe = null;
         setTimeout(async () => {
             try {
@@ -186,7 +189,9 @@ def start_axe(page, mode):
                 window.__axe = {error: String(error)};
             }
         }, 0);
-    }""", [[context, {**options, "resultTypes": ["violations"]}] for context, options in runs])
+    }""",
+        [[context, {**options, "resultTypes": ["violations"]}] for context, options in runs],
+    )
     return tokens, kinds
 
 
@@ -246,8 +251,10 @@ def test_no_serious_accessibility_violation(axe_on_every_page, page_name, mode):
     theme, found = axe_on_every_page[page_name, mode]
     assert theme == mode
     violations = [x for x in found if x["impact"] in ("critical", "serious")]
-    report = [f"{x['id']} ({x['impact']}): {x['help']}; e.g. {x['nodes'][0]['target']} "
-              f"({len(x['nodes'])} elements)" for x in violations]
+    report = [
+        f"{x['id']} ({x['impact']}): {x['help']}; e.g. {x['nodes'][0]['target']} ({len(x['nodes'])} elements)"
+        for x in violations
+    ]
     assert not report, f"{page_name} in {mode} mode:\n" + "\n".join(report)
 
 
@@ -278,14 +285,13 @@ def _walk(opened, first, selector):
             break
         url = urljoin(v.page.url, link.get_attribute("href"))
         assert url.startswith(v.base), f"{seen[-1]}: the {selector} link leaves the site: {url}"
-        seen.append(re.sub(r"\.html(#.*)?$", "", url[len(v.base):]))
+        seen.append(re.sub(r"\.html(#.*)?$", "", url[len(v.base) :]))
     return seen
 
 
 def test_next_and_previous_links_walk_the_book_in_order(opened):
     assert _walk(opened, PAGES[0], "a.right-next") == PAGES, "the next links do not follow _toc.yml"
-    assert _walk(opened, PAGES[-1], "a.left-prev") == PAGES[::-1], (
-        "the previous links do not follow _toc.yml backwards")
+    assert _walk(opened, PAGES[-1], "a.left-prev") == PAGES[::-1], "the previous links do not follow _toc.yml backwards"
 
 
 def test_colour_mode_switch_turns_the_page_dark(visit):

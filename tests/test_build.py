@@ -4,6 +4,7 @@ This runs the build of `make book` (tools/built_site.py), unless the site is alr
 current sources by a build that had no warning; with `execute_notebooks: cache` a chapter is executed
 again only when it changed, and a failing cell fails the build.
 """
+
 import json
 import re
 
@@ -24,7 +25,9 @@ def test_book_builds_without_warnings():
     assert (html / "intro.html").exists()
     for name in chapter_names():
         page = (html / "chapters" / f"{name}.html").read_text()
-        figures = sum("mystnb" in c.metadata and "figure" in c.metadata["mystnb"] for c in code_cells(read_chapter(name)))
+        figures = sum(
+            "mystnb" in c.metadata and "figure" in c.metadata["mystnb"] for c in code_cells(read_chapter(name))
+        )
         shown = len(re.findall(r"<figure\b", page))
         assert shown == figures, f"{name}: {figures} figure cells, {shown} figures on the page"
         images = re.findall(r'<img [^>]*src="([^"]+)"', page)

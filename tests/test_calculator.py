@@ -8,6 +8,7 @@ character for character. It also checks that the page says it is loading while i
 only when the form comes into view), and says in words
 why it cannot start when its files are missing. The network is closed (tests/conftest.py's browser context).
 """
+
 import json
 import subprocess
 import sys
@@ -25,21 +26,29 @@ LOAD_TIMEOUT_MS = 240_000  # Pyodide's core compiles in a few seconds on a quiet
 
 def command_line(arguments):
     """What `python -m book.card` prints for each argument list: (status, stdout, stderr), one process for all."""
-    script = ("import contextlib, io, json, runpy, sys\n"
-              "out = []\n"
-              "for argv in json.load(sys.stdin):\n"
-              "    o, e = io.StringIO(), io.StringIO()\n"
-              "    sys.argv = ['book.card'] + argv\n"
-              "    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):\n"
-              "        try:\n"
-              "            runpy.run_module('book.card', run_name='__main__', alter_sys=True)\n"
-              "            status = 0\n"
-              "        except SystemExit as stop:\n"
-              "            status = stop.code or 0\n"
-              "    out.append([status, o.getvalue(), e.getvalue()])\n"
-              "print(json.dumps(out))\n")
-    run = subprocess.run([sys.executable, "-c", script], input=json.dumps(arguments), capture_output=True,
-                         text=True, timeout=600, check=True)
+    script = (
+        "import contextlib, io, json, runpy, sys\n"
+        "out = []\n"
+        "for argv in json.load(sys.stdin):\n"
+        "    o, e = io.StringIO(), io.StringIO()\n"
+        "    sys.argv = ['book.card'] + argv\n"
+        "    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):\n"
+        "        try:\n"
+        "            runpy.run_module('book.card', run_name='__main__', alter_sys=True)\n"
+        "            status = 0\n"
+        "        except SystemExit as stop:\n"
+        "            status = stop.code or 0\n"
+        "    out.append([status, o.getvalue(), e.getvalue()])\n"
+        "print(json.dumps(out))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(arguments),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     return json.loads(run.stdout)
 
 
@@ -63,18 +72,32 @@ def calculator(browser_context, site_url, record_property=None):
     loading = " | ".join(page.evaluate("() => window.__said"))
     seconds = time.monotonic() - started
     root = page.locator("#card-calculator")
-    page.calculator_times = {"loaded_ms": int(root.get_attribute("data-loaded-ms")),
-                             "answered_ms": int(root.get_attribute("data-answered-ms")), "wall_s": seconds}
+    page.calculator_times = {
+        "loaded_ms": int(root.get_attribute("data-loaded-ms")),
+        "answered_ms": int(root.get_attribute("data-answered-ms")),
+        "wall_s": seconds,
+    }
     page.calculator_waiting, page.calculator_loading, page.calculator_errors = waiting, loading, errors
-    print(f"calculator: Python loaded in {page.calculator_times['loaded_ms']} ms, first answer at "
-          f"{page.calculator_times['answered_ms']} ms, page to ready {seconds:.1f} s")
+    print(
+        f"calculator: Python loaded in {page.calculator_times['loaded_ms']} ms, first answer at "
+        f"{page.calculator_times['answered_ms']} ms, page to ready {seconds:.1f} s"
+    )
     yield page
     page.close()
 
 
 FIELDS = ["context", "batch", "weight-bits", "cache-bits", "memory", "bandwidth", "flops", "chips", "link"]
-DEFAULTS = {"context": "8192", "batch": "", "weight-bits": "16", "cache-bits": "16", "memory": "80GiB",
-            "bandwidth": "3.35TB/s", "flops": "989T", "chips": "1", "link": "450GB/s"}
+DEFAULTS = {
+    "context": "8192",
+    "batch": "",
+    "weight-bits": "16",
+    "cache-bits": "16",
+    "memory": "80GiB",
+    "bandwidth": "3.35TB/s",
+    "flops": "989T",
+    "chips": "1",
+    "link": "450GB/s",
+}
 
 
 def ask(page, model, **values):
@@ -90,8 +113,12 @@ def ask(page, model, **values):
     page.click("#calc-answer")
     page.wait_for_function("() => document.getElementById('calc-output').dataset.argv !== ''", polling=50)
     output = page.locator("#calc-output")
-    return (json.loads(output.get_attribute("data-argv")), int(output.get_attribute("data-status")),
-            output.text_content(), page.text_content("#calc-status"))
+    return (
+        json.loads(output.get_attribute("data-argv")),
+        int(output.get_attribute("data-status")),
+        output.text_content(),
+        page.text_content("#calc-status"),
+    )
 
 
 def grid():
@@ -105,8 +132,18 @@ def grid():
             cases.append((name, dict(context=context, weight_bits=w, cache_bits=c, chips=chips[(i + 2 * j) % 3])))
     cases.append(("mistral-7b", dict(context=128)))  # arithmetic binds: 69,217 tokens/s
     cases.append(("llama-2-70b", dict(context=4096, weight_bits=4, chips=2, batch=8)))
-    own = dict(n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_head=128, d_ff=14336, vocab=32000,
-               n_experts=8, experts_per_token=2, window=0)
+    own = dict(
+        n_layers=32,
+        d_model=4096,
+        n_heads=32,
+        n_kv_heads=8,
+        d_head=128,
+        d_ff=14336,
+        vocab=32000,
+        n_experts=8,
+        experts_per_token=2,
+        window=0,
+    )
     cases.append(("your own numbers", dict(context=32768, card=own)))  # Mixtral's shape, typed in
     return cases
 
@@ -157,7 +194,7 @@ def test_a_chip_preset_fills_its_figures(calculator):
     calculator.click("#calc-answer")
     calculator.wait_for_function("() => document.getElementById('calc-output').dataset.argv !== ''", polling=50)
     argv = json.loads(calculator.locator("#calc-output").get_attribute("data-argv"))
-    (status, out, _), = command_line([argv])
+    ((status, out, _),) = command_line([argv])
     assert status == 0 and "2.04 TB/s, 312 T" in out and calculator.text_content("#calc-output") == out
     calculator.select_option("#calc-chip", "H100 SXM")
 
@@ -165,7 +202,9 @@ def test_a_chip_preset_fills_its_figures(calculator):
 def test_the_command_line_itself_agrees(calculator):
     """The in-process runs above are `python -m book.card`'s own; one real process, to be sure."""
     argv, status, text, _ = ask(calculator, "mistral-7b", context=128)
-    run = subprocess.run([sys.executable, "-m", "book.card", *argv], capture_output=True, text=True, timeout=120, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "book.card", *argv], capture_output=True, text=True, timeout=120, check=False
+    )
     assert run.returncode == status == 0 and run.stdout == text and "at most 69,217" in text
 
 

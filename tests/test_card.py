@@ -4,6 +4,7 @@ The counting formulas are checked against torch itself: the tiny model, and torc
 (independently of book.card) from published cards at a reduced size, must have exactly as many parameters as
 the card says.
 """
+
 import dataclasses
 import math
 import re
@@ -11,15 +12,34 @@ import subprocess
 import sys
 
 import pytest
-
 from torch import nn
 
 from book import EXAMPLE_MODEL, tiny
 from book.card import (
-    CATALOGUE, MAX_CONTEXT, active_params, attention_ops_per_byte, cache_bytes, cache_bytes_per_token,
-    compute_bound_batch, decode_step_roofs, decode_tokens_per_second, parse_bytes, parse_flops, parse_rate,
-    ModelCard, allreduce_bytes_per_step, answer, longest_context, parse_card, product_params, requests_that_fit,
-    step_bound, total_params, weight_ops_per_byte, weights_read_per_step, weights_bytes,
+    CATALOGUE,
+    MAX_CONTEXT,
+    ModelCard,
+    active_params,
+    allreduce_bytes_per_step,
+    answer,
+    attention_ops_per_byte,
+    cache_bytes,
+    cache_bytes_per_token,
+    compute_bound_batch,
+    decode_step_roofs,
+    decode_tokens_per_second,
+    longest_context,
+    parse_bytes,
+    parse_card,
+    parse_flops,
+    parse_rate,
+    product_params,
+    requests_that_fit,
+    step_bound,
+    total_params,
+    weight_ops_per_byte,
+    weights_bytes,
+    weights_read_per_step,
 )
 
 GiB = 2**30
@@ -49,14 +69,16 @@ def test_gpt2_small_exactly():
 def test_total_is_the_released_checkpoints_exact_count(name):
     card = CATALOGUE[name]
     assert total_params(card) == card.exact, (
-        f"{name}: the card gives {total_params(card):,} parameters, {card.exact_where} has {card.exact:,}")
+        f"{name}: the card gives {total_params(card):,} parameters, {card.exact_where} has {card.exact:,}"
+    )
 
 
 @pytest.mark.parametrize("name", list(CATALOGUE))
 def test_total_matches_the_published_figure(name):
     card = CATALOGUE[name]
     assert rounds_to(total_params(card), card.published), (
-        f"{name}: computed {total_params(card):,} parameters, published {card.published}")
+        f"{name}: computed {total_params(card):,} parameters, published {card.published}"
+    )
 
 
 def test_mixture_of_experts_active_parameters():
@@ -91,18 +113,29 @@ def build(card):
         return nn.Sequential(linear(d, card.d_ff), nn.GELU(), linear(card.d_ff, d))
 
     def layer():
-        parts = nn.ModuleDict({
-            "q": nn.Linear(d, heads * dh, bias=card.attn_biases), "k": nn.Linear(d, kv * dh, bias=card.attn_biases),
-            "v": nn.Linear(d, kv * dh, bias=card.attn_biases), "o": nn.Linear(heads * dh, d, bias=card.attn_biases),
-            "norm1": norm(), "norm2": norm(),
-            "experts": nn.ModuleList(ffn() for _ in range(card.n_experts)),
-        })
+        parts = nn.ModuleDict(
+            {
+                "q": nn.Linear(d, heads * dh, bias=card.attn_biases),
+                "k": nn.Linear(d, kv * dh, bias=card.attn_biases),
+                "v": nn.Linear(d, kv * dh, bias=card.attn_biases),
+                "o": nn.Linear(heads * dh, d, bias=card.attn_biases),
+                "norm1": norm(),
+                "norm2": norm(),
+                "experts": nn.ModuleList(ffn() for _ in range(card.n_experts)),
+            }
+        )
         if card.n_experts > 1:
             parts["router"] = nn.Linear(d, card.n_experts, bias=False)
         return parts
 
-    model = nn.ModuleDict({"tokens": nn.Embedding(card.vocab, d), "layers": nn.ModuleList(layer() for _ in range(
-        card.n_layers)), "final_norm": norm(), "head": nn.Linear(d, card.vocab, bias=False)})
+    model = nn.ModuleDict(
+        {
+            "tokens": nn.Embedding(card.vocab, d),
+            "layers": nn.ModuleList(layer() for _ in range(card.n_layers)),
+            "final_norm": norm(),
+            "head": nn.Linear(d, card.vocab, bias=False),
+        }
+    )
     if card.positions:
         model["positions"] = nn.Embedding(card.positions, d)
     if card.tied_output:
@@ -117,11 +150,14 @@ def counted(model):
 REDUCED = dict(n_layers=2, d_model=64, n_heads=8, d_head=8, d_ff=96, vocab=101)
 
 
-@pytest.mark.parametrize("name,kv_heads,positions", [
-    ("gpt2-small", 8, 32),  # LayerNorm, biases everywhere, learned positions, tied output
-    ("mistral-7b", 2, 0),  # RMSNorm, grouped-query attention, SwiGLU, untied output
-    ("mixtral-8x7b", 2, 0),  # the same with eight experts and a router
-])
+@pytest.mark.parametrize(
+    "name,kv_heads,positions",
+    [
+        ("gpt2-small", 8, 32),  # LayerNorm, biases everywhere, learned positions, tied output
+        ("mistral-7b", 2, 0),  # RMSNorm, grouped-query attention, SwiGLU, untied output
+        ("mixtral-8x7b", 2, 0),  # the same with eight experts and a router
+    ],
+)
 def test_formula_equals_torch_count_at_reduced_size(name, kv_heads, positions):
     card = dataclasses.replace(CATALOGUE[name], **REDUCED, n_kv_heads=kv_heads, positions=positions)
     assert total_params(card) == counted(build(card))
@@ -137,8 +173,9 @@ def test_formula_equals_the_tiny_models_own_count():
 def test_active_parameters_count_the_experts_a_token_uses():
     card = dataclasses.replace(CATALOGUE["mixtral-8x7b"], **REDUCED, n_kv_heads=2)
     model = build(card)
-    unused = sum(counted(layer["experts"][i]) for layer in model["layers"]
-                 for i in range(card.experts_per_token, card.n_experts))
+    unused = sum(
+        counted(layer["experts"][i]) for layer in model["layers"] for i in range(card.experts_per_token, card.n_experts)
+    )
     assert active_params(card) == counted(model) - unused
 
 
@@ -280,16 +317,19 @@ def test_command_line_compare():
     assert out.returncode == 0 and "llama-2-7b" in out.stdout and "mistral-7b" in out.stdout
 
 
-@pytest.mark.parametrize("args,message", [
-    (("gpt5",), "known models: gpt2-small"),
-    (("gpt2-small", "--memory", "eighty"), "e.g. 80GiB"),
-    (("gpt2-small", "--bandwidth", "3TB"), "bytes per second"),
-    (("gpt2-small", "--context", "0"), "positive number of tokens"),
-    ((), "name a model"),
-    (("mistral-7b", "--context", str(10**20)), f"up to {MAX_CONTEXT:,}"),
-    (("gpt2-small", "--context", "1025"), "cannot read 1,025 tokens"),
-    (("gpt2-small", "--flops", "fast"), "e.g. 989T"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("gpt5",), "known models: gpt2-small"),
+        (("gpt2-small", "--memory", "eighty"), "e.g. 80GiB"),
+        (("gpt2-small", "--bandwidth", "3TB"), "bytes per second"),
+        (("gpt2-small", "--context", "0"), "positive number of tokens"),
+        ((), "name a model"),
+        (("mistral-7b", "--context", str(10**20)), f"up to {MAX_CONTEXT:,}"),
+        (("gpt2-small", "--context", "1025"), "cannot read 1,025 tokens"),
+        (("gpt2-small", "--flops", "fast"), "e.g. 989T"),
+    ],
+)
 def test_command_line_errors_are_clear(args, message):
     out = run(*args)
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
@@ -343,8 +383,9 @@ def test_what_does_not_fit_gets_no_rate():
     for args in (("llama-2-70b",), ("llama-2-7b", "--context", "200000"), ("mistral-7b", "--batch", "5000")):
         out = run(*args)
         assert out.returncode == 0, out.stderr
-        assert "does not fit: weights" in out.stdout and not re.search(r"at most [0-9,.]+\n", out.stdout.split(
-            "tokens/s, whole batch")[1].split("\n")[0] + "\n")
+        assert "does not fit: weights" in out.stdout and not re.search(
+            r"at most [0-9,.]+\n", out.stdout.split("tokens/s, whole batch")[1].split("\n")[0] + "\n"
+        )
     assert "weights 128.48 GiB + one cache of 2.50 GiB > 80 GiB" in run("llama-2-70b").stdout.replace("\n  ", " ")
 
 
@@ -353,10 +394,14 @@ def test_weight_and_cache_precision_are_separate():
     four = dataclasses.replace(card, weight_bits=4)
     assert weights_bytes(four) * 4 == weights_bytes(card) and cache_bytes_per_token(four) == cache_bytes_per_token(card)
     eight = dataclasses.replace(card, cache_bits=8)
-    assert cache_bytes_per_token(eight) * 2 == cache_bytes_per_token(card) and weights_bytes(eight) == weights_bytes(card)
+    assert cache_bytes_per_token(eight) * 2 == cache_bytes_per_token(card) and weights_bytes(eight) == weights_bytes(
+        card
+    )
     # the old single knob still sets both
     both = dataclasses.replace(card, bytes_per_number=1)
-    assert weights_bytes(both) * 2 == weights_bytes(card) and cache_bytes_per_token(both) * 2 == cache_bytes_per_token(card)
+    assert weights_bytes(both) * 2 == weights_bytes(card) and cache_bytes_per_token(both) * 2 == cache_bytes_per_token(
+        card
+    )
     out = run("llama-2-70b", "--weight-bits", "4", "--cache-bits", "8")
     assert out.returncode == 0 and "weights 4-bit, cache 8-bit" in out.stdout and "does not fit" not in out.stdout
 
@@ -386,26 +431,29 @@ def test_cards_out_of_scope_are_refused():
     assert total_params(own) == total_params(CATALOGUE["llama-2-7b"])
 
 
-@pytest.mark.parametrize("args,message", [
-    (("mistral-7b", "--memory", "80"), "needs a unit, e.g. 80GiB"),
-    (("--card", "n_layers=0,d_model=8,n_heads=2,d_head=4,d_ff=8,vocab=10"), "n_layers must be"),
-    (("mistral-7b", "--bandwidth", "0TB/s"), "between 1MB/s and 1PB/s"),
-    (("mistral-7b", "--flops", "0"), "between 1M and 1000P"),
-    (("mistral-7b", "--memory", "0GiB"), "between 1MiB and 1PiB"),
-    (("mistral-7b", "--memory", "1e30GB"), "between 1MiB and 1PiB"),
-    (("mistral-7b", "--memory", "-80GiB"), "must be positive"),
-    (("mistral-7b", "--compare", "llama-2-7b", "gpt2-small"), "not several"),
-    (("mistral-7b", "--weight-bits", "0"), "number of bits from 1 to 32"),
-    (("mistral-7b", "--cache-bits", "nan"), "number of bits from 1 to 32"),
-    (("mistral-7b", "--chips", "-2"), "whole number from 1"),
-    (("mistral-7b", "--batch", "1.5"), "whole number from 1"),
-    (("mistral-7b", "--context", "8k"), "positive number of tokens"),
-    (("mistral-7b", "--link", "450GB"), "bytes per second"),
-    (("mistral-7b", "--bandwidth", "3.35"), "needs a unit"),
-    (("--card", "n_layers=3"), "--card needs"),
-    (("--card", "n_layers=3,kv_lora_rank=4"), "out of scope"),
-    (("mistral-7b", "--bogus"), "unrecognized arguments"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("mistral-7b", "--memory", "80"), "needs a unit, e.g. 80GiB"),
+        (("--card", "n_layers=0,d_model=8,n_heads=2,d_head=4,d_ff=8,vocab=10"), "n_layers must be"),
+        (("mistral-7b", "--bandwidth", "0TB/s"), "between 1MB/s and 1PB/s"),
+        (("mistral-7b", "--flops", "0"), "between 1M and 1000P"),
+        (("mistral-7b", "--memory", "0GiB"), "between 1MiB and 1PiB"),
+        (("mistral-7b", "--memory", "1e30GB"), "between 1MiB and 1PiB"),
+        (("mistral-7b", "--memory", "-80GiB"), "must be positive"),
+        (("mistral-7b", "--compare", "llama-2-7b", "gpt2-small"), "not several"),
+        (("mistral-7b", "--weight-bits", "0"), "number of bits from 1 to 32"),
+        (("mistral-7b", "--cache-bits", "nan"), "number of bits from 1 to 32"),
+        (("mistral-7b", "--chips", "-2"), "whole number from 1"),
+        (("mistral-7b", "--batch", "1.5"), "whole number from 1"),
+        (("mistral-7b", "--context", "8k"), "positive number of tokens"),
+        (("mistral-7b", "--link", "450GB"), "bytes per second"),
+        (("mistral-7b", "--bandwidth", "3.35"), "needs a unit"),
+        (("--card", "n_layers=3"), "--card needs"),
+        (("--card", "n_layers=3,kv_lora_rank=4"), "out of scope"),
+        (("mistral-7b", "--bogus"), "unrecognized arguments"),
+    ],
+)
 def test_every_bad_input_gets_one_line_and_exit_2(args, message):
     out = run(*args)
     assert out.returncode == 2 and out.stdout == "" and message in out.stderr, (out.stdout, out.stderr)

@@ -3,6 +3,7 @@ non-finite figure, a rate above either roof, or an answer that gets worse with m
 
 hypothesis draws the command lines and the figures; a failure prints the smallest example it found.
 """
+
 import contextlib
 import io
 import math
@@ -13,19 +14,32 @@ from hypothesis import strategies as st
 
 from book.card import CATALOGUE, main
 
-settings.register_profile("course", max_examples=150, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "course", max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile("course")
 
 NUMBER = st.one_of(
-    st.integers(-10**40, 10**40).map(str),
+    st.integers(-(10**40), 10**40).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.sampled_from(["0", "-0", "1e308", "1e-308", "nan", "inf", "", " ", "1,000", "1_0", "8k", "0x10"]),
 )
 UNIT = st.sampled_from(["", "B", "GiB", "GB", "TB/s", "GB/s", "T", "P", "MiB", "/s", "TiB/s", "xB"])
 VALUE = st.one_of(st.builds(lambda n, u: n + u, NUMBER, UNIT), st.text(max_size=12))
-OPTION = st.sampled_from(["--context", "--batch", "--memory", "--bandwidth", "--flops", "--chips", "--link",
-                          "--weight-bits", "--cache-bits", "--card"])
+OPTION = st.sampled_from(
+    [
+        "--context",
+        "--batch",
+        "--memory",
+        "--bandwidth",
+        "--flops",
+        "--chips",
+        "--link",
+        "--weight-bits",
+        "--cache-bits",
+        "--card",
+    ]
+)
 MODEL = st.sampled_from(list(CATALOGUE) + ["gpt5", "--compare", "--list", "-x", ""])
 
 
@@ -86,8 +100,21 @@ BITS = st.sampled_from(["4", "8", "16"])
 @given(KNOWN, CONTEXT, GIB, GIB, TBS, TFLOPS, CHIPS, BITS, BITS)
 def test_more_memory_never_fewer_requests_nor_a_slower_batch(name, context, m1, m2, tbs, tflops, chips, wb, cb):
     low, high = sorted((m1, m2))
-    common = [name, "--context", str(context), "--bandwidth", f"{tbs}TB/s", "--flops", f"{tflops}T",
-              "--chips", str(chips), "--weight-bits", wb, "--cache-bits", cb]
+    common = [
+        name,
+        "--context",
+        str(context),
+        "--bandwidth",
+        f"{tbs}TB/s",
+        "--flops",
+        f"{tflops}T",
+        "--chips",
+        str(chips),
+        "--weight-bits",
+        wb,
+        "--cache-bits",
+        cb,
+    ]
     a, b = rows(common + ["--memory", f"{low}GiB"]), rows(common + ["--memory", f"{high}GiB"])
     fit_a = amount(a[next(k for k in a if k.startswith("requests that fit"))])
     fit_b = amount(b[next(k for k in b if k.startswith("requests that fit"))])
@@ -111,8 +138,12 @@ def test_more_bandwidth_never_a_slower_bound_and_no_rate_above_a_roof(name, cont
 
 def test_the_property_tests_drive_the_cases_of_the_issue():
     """The inputs the issue found: each refused in one line (hypothesis reaches them too, but not surely)."""
-    for argv in (["mistral-7b", "--bandwidth", "0TB/s"], ["mistral-7b", "--memory", "80"],
-                 ["mistral-7b", "--memory", "1e30GB"], ["mistral-7b", "--memory", "-80GiB"]):
+    for argv in (
+        ["mistral-7b", "--bandwidth", "0TB/s"],
+        ["mistral-7b", "--memory", "80"],
+        ["mistral-7b", "--memory", "1e30GB"],
+        ["mistral-7b", "--memory", "-80GiB"],
+    ):
         status, out, err = call(argv)
         assert status == 2 and out == "" and err.count("\n") == 1, (argv, err)
     status, out, _ = call(["llama-2-70b"])  # the old code printed "at most 24 tokens/s" for it

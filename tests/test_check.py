@@ -1,6 +1,7 @@
 """A learner's install and `python -m book.check`: the README's Linux command names PyTorch's CPU index, the
 self-check names a torch that cannot import in one line with its fix, and the versions it compares against
 are the pins."""
+
 import os
 import re
 import subprocess
@@ -60,8 +61,9 @@ def test_the_command_reports_a_torch_that_cannot_import_without_a_traceback(tmp_
     fake.mkdir()
     (fake / "__init__.py").write_text(f"raise ImportError({CUDNN.removeprefix('ImportError: ')!r})\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-m", "book.check"], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "book.check"], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     problems = [line for line in done.stdout.splitlines() if line.startswith("problem:")]
@@ -69,8 +71,7 @@ def test_the_command_reports_a_torch_that_cannot_import_without_a_traceback(tmp_
 
 
 def test_the_command_passes_here():
-    done = subprocess.run([sys.executable, "-m", "book.check"], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT)
+    done = subprocess.run([sys.executable, "-m", "book.check"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stdout
     assert all(line.startswith("ok: ") for line in done.stdout.splitlines()[:-1]), done.stdout
     assert done.stdout.splitlines()[-1] == "all ok"

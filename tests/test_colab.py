@@ -1,9 +1,9 @@
 """The Colab buttons: notebooks/ holds a notebook for every chapter page and exercise, in sync with its
 source; the first cell installs the course without touching PyTorch; an exercise's first cells load its
 checks in an empty folder; the built site links each page to its own notebook on Colab."""
+
 import json
 import re
-import shutil
 
 import nbformat
 from nbclient import NotebookClient
@@ -45,11 +45,14 @@ def test_an_exercise_loads_its_checks_in_an_empty_folder(tmp_path, monkeypatch):
     """As in Colab, where the notebook's own file is not on disk: the first cell fetches the exercise's file
     (here from COURSE_SOURCE, a folder) and the grader finds its checks; a check then runs."""
     nb = nbformat.reads(colab.expected()["exercises/05_sampling.ipynb"], as_version=4)
-    nb.cells = nb.cells[:2] + [nbformat.v4.new_code_cell(
-        "import numpy as np\nfrom book import softmax\n"
-        "def with_temperature(logits, temperature):\n"
-        "    return softmax(np.asarray(logits, dtype=float) / temperature)\n"
-        "print(grader.notebook)\nprint(grader.check('q1'))")]
+    nb.cells = nb.cells[:2] + [
+        nbformat.v4.new_code_cell(
+            "import numpy as np\nfrom book import softmax\n"
+            "def with_temperature(logits, temperature):\n"
+            "    return softmax(np.asarray(logits, dtype=float) / temperature)\n"
+            "print(grader.notebook)\nprint(grader.check('q1'))"
+        )
+    ]
     monkeypatch.setenv("COURSE_SOURCE", str(ROOT))  # the kernel inherits it
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     assert (tmp_path / "05_sampling.ipynb").exists()
@@ -61,8 +64,10 @@ def test_each_chapter_page_has_its_colab_button(site):
     owner_repo, branch = colab.repository()
     for page in chapter_pages():
         html = (site / f"{page}.html").read_text()
-        want = f"https://colab.research.google.com/github/{owner_repo}/blob/{branch}/notebooks/" \
-               f"{page.removeprefix('chapters/')}.ipynb"
+        want = (
+            f"https://colab.research.google.com/github/{owner_repo}/blob/{branch}/notebooks/"
+            f"{page.removeprefix('chapters/')}.ipynb"
+        )
         assert want in html, f"{page}: no Colab button to {want}"
     exercises = (site / "exercises.html").read_text()
     for p in (ROOT / "exercises").glob("*.ipynb"):

@@ -17,6 +17,7 @@ the first tiny.RETRAIN_STEPS steps that chapter 2's lab retrained there must be 
 Timing cells (nbval-ignore-output) are left out, as in the goldens' run; the sanitizers of
 tests/sanitize.cfg apply.
 """
+
 import os
 import platform
 import re
@@ -32,8 +33,9 @@ from tools.notebooks import GOLDEN, ROOT, chapter_names
 # whose other torch computations (a training step, a fused attention) could round differently on another path
 # (a lesson may load them through book.tiny without importing torch itself)
 TORCH_USES = ("import torch", "tiny.trained_model(")
-CHAPTERS = [name for name in chapter_names()
-            if any(use in (ROOT / "chapters" / f"{name}.md").read_text() for use in TORCH_USES)]
+CHAPTERS = [
+    name for name in chapter_names() if any(use in (ROOT / "chapters" / f"{name}.md").read_text() for use in TORCH_USES)
+]
 PATHS = {
     "plain": tiny.PLAIN_PATH,  # the path the unmasked run ships from
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"},
@@ -46,8 +48,9 @@ PINS = tiny.CPU_PATH_VARIABLES
 def capability(env):
     """The code path PyTorch takes under `env` on this machine (it falls back when the processor lacks one)."""
     code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def environment(path, cache):
@@ -61,10 +64,14 @@ def failed_cells(output):
 
 
 def test_the_chapters_that_train_are_found():
-    trained = {name for name in chapter_names()
-               if "tiny.trained_model(" in (ROOT / "chapters" / f"{name}.md").read_text()}
-    assert {"01_next_token_prediction", "02_causal_mask", "04_kv_cache", "05_sampling_lab",
-            "06_context_window"} <= trained <= set(CHAPTERS)
+    trained = {
+        name for name in chapter_names() if "tiny.trained_model(" in (ROOT / "chapters" / f"{name}.md").read_text()
+    }
+    assert (
+        {"01_next_token_prediction", "02_causal_mask", "04_kv_cache", "05_sampling_lab", "06_context_window"}
+        <= trained
+        <= set(CHAPTERS)
+    )
 
 
 @pytest.mark.parametrize("path", list(PATHS))
@@ -79,12 +86,18 @@ def test_the_goldens_print_the_same_on_another_cpu_path(path, tmp_path):
     if path != "plain" and taken == native:
         pytest.skip(f"{path} is this machine's own path: the goldens' nbval run covers it")
     goldens = [str(GOLDEN / f"{name}.ipynb") for name in CHAPTERS]
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *goldens],
-                         cwd=ROOT, env=env, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *goldens],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     failed = failed_cells(run.stdout)
     assert run.returncode == 0, (
         f"on the {path} path ({' '.join(f'{k}={v}' for k, v in PATHS[path].items())}), {len(failed)} golden "
-        f"cells printed something else: {', '.join(failed) or '(see below)'}\n{run.stdout[-6000:]}")
+        f"cells printed something else: {', '.join(failed) or '(see below)'}\n{run.stdout[-6000:]}"
+    )
     if path == "plain":
         _the_shipped_unmasked_run_is_its_recipe_trained(env)
 
@@ -92,19 +105,23 @@ def test_the_goldens_print_the_same_on_another_cpu_path(path, tmp_path):
 def _the_shipped_unmasked_run_is_its_recipe_trained(env):
     """The unmasked run trained on the plain path, whole here and its first steps by chapter 2's lab (into this
     cache), must be the shipped one."""
-    code = ("import torch; from book import tiny\n"
-            "shipped, shipped_losses = tiny.trained_model(causal=False)\n"
-            "_, first = tiny.trained_model(causal=False, shipped=False, steps=tiny.RETRAIN_STEPS)\n"
-            "assert first == shipped_losses[:tiny.RETRAIN_STEPS], 'the first steps differ'\n"
-            "here, losses = tiny.trained_model(causal=False, shipped=False)\n"
-            "assert losses == shipped_losses, 'losses differ'\n"
-            "for (k, a), (_, b) in zip(here.state_dict().items(), shipped.state_dict().items()):\n"
-            "    assert torch.equal(a, b), k\n"
-            "print('same')")
+    code = (
+        "import torch; from book import tiny\n"
+        "shipped, shipped_losses = tiny.trained_model(causal=False)\n"
+        "_, first = tiny.trained_model(causal=False, shipped=False, steps=tiny.RETRAIN_STEPS)\n"
+        "assert first == shipped_losses[:tiny.RETRAIN_STEPS], 'the first steps differ'\n"
+        "here, losses = tiny.trained_model(causal=False, shipped=False)\n"
+        "assert losses == shipped_losses, 'losses differ'\n"
+        "for (k, a), (_, b) in zip(here.state_dict().items(), shipped.state_dict().items()):\n"
+        "    assert torch.equal(a, b), k\n"
+        "print('same')"
+    )
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert run.stdout.strip() == "same", (
         "book/data/tiny_unmasked.pt is not what its recipe trains on the plain path; retrain it with\n  "
-        + " ".join(f"{k}={v}" for k, v in tiny.PLAIN_PATH.items()) + f" python -m book.tiny ship\n{run.stderr[-3000:]}")
+        + " ".join(f"{k}={v}" for k, v in tiny.PLAIN_PATH.items())
+        + f" python -m book.tiny ship\n{run.stderr[-3000:]}"
+    )
 
 
 def test_a_missed_timing_band_explains_itself_and_still_fails(capsys):
@@ -118,6 +135,11 @@ def test_a_missed_timing_band_explains_itself_and_still_fails(capsys):
         check_timing(False, "speed-up 0.8", "above 1", "the cache saves positions")
     assert raised.type is TimingMissed and "speed-up 0.8" in str(raised.value)
     out = capsys.readouterr().out
-    for needed in ("measured: speed-up 0.8", "expected: above 1", "the cache saves positions", "processor",
-                   "other programs"):
+    for needed in (
+        "measured: speed-up 0.8",
+        "expected: above 1",
+        "the cache saves positions",
+        "processor",
+        "other programs",
+    ):
         assert needed in out, needed

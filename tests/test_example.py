@@ -4,6 +4,7 @@ Each expected value is the source page's figure (`000_1213c53d40e0ac7e.txt`) as 
 `book/data/source_figures/*.csv`, at the precision the page prints it, so a regenerated table
 that misses one fails here.
 """
+
 import numpy as np
 import pytest
 
@@ -54,7 +55,11 @@ FIGURES = [
     ("top word at position 6", P[5].max(), page("s5.top-p-pos6-top")),
     ("greedy 'lifts' then its best word", P4[WORD_ID["lifts"]] * AFTER["lifts"].max(), page("s5.greedy-pair")),
     ("'the' then its best word", P4[WORD_ID["the"]] * AFTER["the"].max(), page("s5.runner-up-pair")),
-    ("row 3 share on unseen positions, blocked scores set to 0", softmax(np.r_[ROW3[:3], 0, 0, 0])[3:].sum(), page("s2.zero-leak")),
+    (
+        "row 3 share on unseen positions, blocked scores set to 0",
+        softmax(np.r_[ROW3[:3], 0, 0, 0])[3:].sum(),
+        page("s2.zero-leak"),
+    ),
     ("row 3 weight on position 1, masked", softmax(ROW3[:3])[0], page("s2.inf-weight1")),
     ("row 3 weight on position 2, masked", softmax(ROW3[:3])[1], page("s2.inf-weight2")),
     ("row 3 weight on position 3, masked", softmax(ROW3[:3])[2], page("s2.inf-weight3")),

@@ -11,6 +11,7 @@ without the sandbox (`tools/run_variants.py` imports torch once and forks one ch
 notebook); the sandbox and the batch are tested with hostile notebooks by
 `tests/test_grading_attacks.py`.
 """
+
 from __future__ import annotations
 
 import ast
@@ -33,7 +34,6 @@ NAMES = make_exercises.exercise_names()
 RUN_TIMEOUT = 120  # seconds for one notebook's run in tools/run_variants.py (a solved one takes about a second)
 
 
-
 # Planted wrong answers, two or more per question, written in the `# WRONG` cells of each master (see
 # CONTRIBUTING.md): each fails the hidden tests, and each not marked `hardcoded` fails the public checks
 # (`grader.check`) too, with a hint that names its mistake.
@@ -46,8 +46,13 @@ def regenerated(tmp_path_factory):
     `make exercises`, in one process; otter's own run of the public tests is skipped (the runs below grade the
     solutions on the hidden inputs, which needs them to work)."""
     root = tmp_path_factory.mktemp("regenerated")
-    run = subprocess.run([sys.executable, "-m", "tools.make_exercises", "--into", str(root)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.make_exercises", "--into", str(root)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     return root
 
@@ -72,16 +77,23 @@ def _variants(name, root):
     folder = root / "variants" / name
     folder.mkdir(parents=True)
     solved = _solution_notebook(zip_path)
-    notebooks = {"reference": solved, "solved": solved,
-                 "blank": nbformat.read(root / "exercises" / f"{name}.ipynb", as_version=4)}
+    notebooks = {
+        "reference": solved,
+        "solved": solved,
+        "blank": nbformat.read(root / "exercises" / f"{name}.ipynb", as_version=4),
+    }
     for k in range(max((len(v) for v in WRONG.get(name, {}).values()), default=0)):
         notebooks[f"wrong{k}"] = _with_cells(solved, [v[k] for v in WRONG[name].values() if k < len(v)])
     (folder / "probes.py").write_text(exercise.probes)
     jobs = {}
     for kind, nb in notebooks.items():
         nbformat.write(nb, folder / f"{kind}.ipynb")
-        jobs[kind] = {"probes": str(folder / "probes.py"), "notebook": str(folder / f"{kind}.ipynb"),
-                      "out": str(folder / f"{kind}.out"), "with_args": kind == "reference"}
+        jobs[kind] = {
+            "probes": str(folder / "probes.py"),
+            "notebook": str(folder / f"{kind}.ipynb"),
+            "out": str(folder / f"{kind}.out"),
+            "with_args": kind == "reference",
+        }
     return exercise, jobs
 
 
@@ -92,16 +104,23 @@ def graded(regenerated):
     variants = {name: _variants(name, regenerated) for name in NAMES}
     spec = regenerated / "variants" / "jobs.json"
     spec.write_text(json.dumps([job for _, jobs in variants.values() for job in jobs.values()]))
-    subprocess.run([sys.executable, "-m", "tools.run_variants", str(spec)], check=True, cwd=ROOT,
-                   timeout=RUN_TIMEOUT * 10)
+    subprocess.run(
+        [sys.executable, "-m", "tools.run_variants", str(spec)], check=True, cwd=ROOT, timeout=RUN_TIMEOUT * 10
+    )
     out = {}
     for name, (exercise, jobs) in variants.items():
         runs = {kind: grade._read_output(Path(job["out"])) for kind, job in jobs.items()}
         reference = grade.reference_from_run(exercise, runs.pop("reference"))
         questions_of = grade.probe_functions(exercise, reference)
-        out[name] = {"exercise": exercise, "reference": reference, "questions_of": questions_of,
-                     **{kind: {"run": run, "verdicts": grade.judge_run(exercise, reference, questions_of, run)}
-                        for kind, run in runs.items()}}
+        out[name] = {
+            "exercise": exercise,
+            "reference": reference,
+            "questions_of": questions_of,
+            **{
+                kind: {"run": run, "verdicts": grade.judge_run(exercise, reference, questions_of, run)}
+                for kind, run in runs.items()
+            },
+        }
     return out
 
 
@@ -115,8 +134,9 @@ def test_there_are_exercises():
 def test_no_drift_from_solutions(regenerated, name):
     for folder, suffix in [("exercises", "ipynb"), ("autograder", "zip")]:
         fresh, committed = regenerated / folder / f"{name}.{suffix}", ROOT / folder / f"{name}.{suffix}"
-        assert fresh.read_bytes() == committed.read_bytes(), \
+        assert fresh.read_bytes() == committed.read_bytes(), (
             f"{folder}/{name}.{suffix} is not what solutions/{name}.md gives: run `make exercises EX={name}`"
+        )
 
 
 def _questions(name):
@@ -144,8 +164,11 @@ def test_each_exercise_has_a_build_it_and_check_it_question(name):
     chapter = next((ROOT / "chapters").glob(f"{name[:2]}_*.md"), None)
     # the recap quiz runs one block of the tiny model to show a property (Q7); its exercise recaps the counts
     counts_only = {"09_recap_quiz"}
-    if chapter and name not in counts_only and ("book.tiny" in chapter.read_text()
-                                                or "import torch" in chapter.read_text()):
+    if (
+        chapter
+        and name not in counts_only
+        and ("book.tiny" in chapter.read_text() or "import torch" in chapter.read_text())
+    ):
         assert uses_torch, f"{name}: its chapter uses torch, so its build-it question should too"
 
 
@@ -168,8 +191,11 @@ def test_top_p_question_is_named_for_what_it_returns():
 def test_float32_training_has_no_full_precision_copy(graded):
     """Chapter 3 says the full-precision copy vanishes when a model already trains in float32."""
     g = graded["03_teacher_forcing"]
-    asked = [(args, answer) for (q, fn), args, answer in zip(g["questions_of"], g["reference"].args,
-                                                            g["reference"].answers) if q == "q4"]
+    asked = [
+        (args, answer)
+        for (q, fn), args, answer in zip(g["questions_of"], g["reference"].args, g["reference"].answers)
+        if q == "q4"
+    ]
     float32 = [answer["copy"] for args, answer in asked if args[1] == 4]
     half = [(answer["copy"], args[0]) for args, answer in asked if args[1] == 2]
     assert float32 and half, "the hidden inputs of q4 should hold a float32 and a half-precision model"
@@ -211,8 +237,9 @@ def test_student_notebook_holds_no_solution_and_no_hidden_test(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_every_question_has_planted_wrong_answers(name):
     questions = grade.question_names(ROOT / "autograder" / f"{name}.zip")
-    assert sorted(WRONG.get(name, {}), key=lambda q: (len(q), q)) == questions, \
+    assert sorted(WRONG.get(name, {}), key=lambda q: (len(q), q)) == questions, (
         f"solutions/{name}.md: every question needs a # WRONG cell in its hidden block (CONTRIBUTING.md)"
+    )
     few = [q for q, answers in WRONG[name].items() if len(answers) < 2]
     assert not few, f"solutions/{name}.md: plant at least two wrong answers for {few} (CONTRIBUTING.md)"
 
@@ -230,10 +257,17 @@ def test_planted_wrong_answers_fail_the_hidden_tests(graded, name):
 def public_checks(regenerated):
     """{name: {question: [outcome of the solution, then of each planted answer]}}: the learner's own
     `grader.check` (book/exercise.py, loaded by the student notebook's first cell) run on each."""
-    spec = [{"name": name, "student": str(regenerated / "exercises" / f"{name}.ipynb"),
-             "solution": str(regenerated / "variants" / name / "solved.ipynb")
-             if (regenerated / "variants" / name / "solved.ipynb").exists() else None,
-             "answers": {q: list(map(str, answers)) for q, answers in WRONG[name].items()}} for name in NAMES]
+    spec = [
+        {
+            "name": name,
+            "student": str(regenerated / "exercises" / f"{name}.ipynb"),
+            "solution": str(regenerated / "variants" / name / "solved.ipynb")
+            if (regenerated / "variants" / name / "solved.ipynb").exists()
+            else None,
+            "answers": {q: list(map(str, answers)) for q, answers in WRONG[name].items()},
+        }
+        for name in NAMES
+    ]
     folder = regenerated / "public"
     folder.mkdir(exist_ok=True)
     for job in spec:
@@ -242,8 +276,17 @@ def public_checks(regenerated):
             nbformat.write(_solution_notebook(regenerated / "autograder" / f"{job['name']}.zip"), path)
             job["solution"] = str(path)
     (folder / "spec.json").write_text(json.dumps(spec))
-    subprocess.run([sys.executable, str(ROOT / "tools" / "run_public_checks.py"), str(folder / "spec.json"),
-                    str(folder / "out.json")], check=True, timeout=RUN_TIMEOUT * 10, cwd=folder)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "run_public_checks.py"),
+            str(folder / "spec.json"),
+            str(folder / "out.json"),
+        ],
+        check=True,
+        timeout=RUN_TIMEOUT * 10,
+        cwd=folder,
+    )
     return json.loads((folder / "out.json").read_text())
 
 
@@ -265,8 +308,9 @@ def test_planted_wrong_answers_fail_the_public_checks(public_checks, name):
             if run["passed"]:
                 problems.append(f"{q}: grader.check passes planted answer {k}:\n{answer}")
             elif answer.hint and answer.hint.lower() not in text.lower():
-                problems.append(f"{q}: the hint for planted answer {k} does not name its mistake "
-                                f"({answer.hint!r}):\n{text}")
+                problems.append(
+                    f"{q}: the hint for planted answer {k} does not name its mistake ({answer.hint!r}):\n{text}"
+                )
             elif len(text.splitlines()) < 2:
                 problems.append(f"{q}: planted answer {k} fails with no hint:\n{text}")
     assert not problems, f"{name}:\n" + "\n\n".join(problems)
@@ -275,6 +319,7 @@ def test_planted_wrong_answers_fail_the_public_checks(public_checks, name):
 def _run_first_cell(folder, notebook):
     """Run a student notebook's first cell (the one that loads the checks) in `folder`, as its kernel would."""
     import os
+
     nb = nbformat.read(notebook, as_version=4)
     env = {"__name__": "__main__"}
     here = os.getcwd()
@@ -371,9 +416,14 @@ def test_hidden_reasons_do_not_print_the_hidden_inputs(graded, name):
     its question's hidden arguments."""
     g = graded[name]
     for k in range(max(len(v) for v in WRONG[name].values())):
-        for q, (score, reason) in g[f"wrong{k}"]["verdicts"].items():
-            numbers = set().union(*(_scalars(list(args)) for (question, _), args
-                                    in zip(g["questions_of"], g["reference"].args) if question == q))
+        for q, (_score, reason) in g[f"wrong{k}"]["verdicts"].items():
+            numbers = set().union(
+                *(
+                    _scalars(list(args))
+                    for (question, _), args in zip(g["questions_of"], g["reference"].args)
+                    if question == q
+                )
+            )
             shown = sorted(n for n in numbers if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", reason or ""))
             assert not shown, f"{name} {q}: the reason shows hidden inputs {shown}: {reason}"
 
@@ -383,16 +433,27 @@ def test_feedback_writes_each_learner_only_their_own_row(tmp_path, graded):
     reasons, none of another row's, and no column but the learner's (an instructor's column stays out), under a
     safe file name whatever the submission was called."""
     import csv
+
     from tools import feedback
+
     g = graded["02_causal_mask"]
     questions = g["exercise"].questions
     rows = []
     for submission, kind in [("alice.ipynb", "solved"), ("../bob.ipynb", "wrong1"), ("=cmd|x.ipynb", "wrong2")]:
         verdicts = g[kind]["verdicts"]
-        rows.append({"submission": submission, **{q: verdicts[q][0] for q in questions},
-                     "total": sum(s for s, _ in verdicts.values()), "possible": float(len(questions)),
-                     "status": "graded", "reason": "; ".join(r for _, r in verdicts.values() if r),
-                     "warnings": "", "seconds": 1.0, "instructor_only": "SECRET hidden inputs"})
+        rows.append(
+            {
+                "submission": submission,
+                **{q: verdicts[q][0] for q in questions},
+                "total": sum(s for s, _ in verdicts.values()),
+                "possible": float(len(questions)),
+                "status": "graded",
+                "reason": "; ".join(r for _, r in verdicts.values() if r),
+                "warnings": "",
+                "seconds": 1.0,
+                "instructor_only": "SECRET hidden inputs",
+            }
+        )
     path = tmp_path / "grades.csv"
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, list(rows[0]))
@@ -423,6 +484,9 @@ def test_every_hidden_probe_says_what_kind_of_input_it_is(name):
     the grader may show a learner in place of the input itself."""
     space = {"__name__": "probes"}
     exec(compile(grade.load_exercise(ROOT / "autograder" / f"{name}.zip").probes, "probes.py", "exec"), space)
-    unlabelled = [(entry[0], entry[1]) for entry in space["PROBES"]
-                  if len(entry) < 5 or not isinstance(entry[4], str) or not 3 <= len(entry[4]) <= 80]
+    unlabelled = [
+        (entry[0], entry[1])
+        for entry in space["PROBES"]
+        if len(entry) < 5 or not isinstance(entry[4], str) or not 3 <= len(entry[4]) <= 80
+    ]
     assert space["PROBES"] and not unlabelled, f"{name}: probes without a `what=` label: {unlabelled}"

@@ -1,4 +1,5 @@
 """The site's own Sphinx extensions (_ext/) that replace MyST-NB internals refuse a MyST-NB they were not written for."""
+
 import pytest
 from sphinx.errors import ExtensionError
 

@@ -3,6 +3,7 @@
 If a chapter's code changes and `make golden` was not run, this fails and names the cell. A golden
 holds no Markdown (the prose lives in the chapter only), so no stale copy of a sentence can linger.
 """
+
 import pytest
 
 from tools.notebooks import GOLDEN, chapter_names, code_cells, read_chapter, read_golden
@@ -19,7 +20,8 @@ def test_every_chapter_has_a_golden_and_no_golden_is_orphaned():
 def test_code_cells_match_the_chapter(name):
     chapter, golden = code_cells(read_chapter(name)), code_cells(read_golden(name))
     assert len(chapter) == len(golden), (
-        f"{name}: the chapter has {len(chapter)} code cells, its golden {len(golden)}; run `make golden CH={name}`")
+        f"{name}: the chapter has {len(chapter)} code cells, its golden {len(golden)}; run `make golden CH={name}`"
+    )
     for i, (mine, gold) in enumerate(zip(chapter, golden), start=1):
         assert mine.source == gold.source, f"{name}: code cell {i} differs from its golden; run `make golden CH={name}`"
         assert mine.metadata.get("tags", []) == gold.metadata.get("tags", []), f"{name}: code cell {i} tags differ"

@@ -26,6 +26,7 @@ marks and take at most twice as long as beside an idle neighbour, measured in th
 
 Needs Debian's bubblewrap: skipped with a message on a machine without it, failed under CI.
 """
+
 from __future__ import annotations
 
 import copy
@@ -51,6 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 from attacks.as_user import ORDINARY_UID, give_to_ordinary_user, run_grader  # tests/attacks/, on pytest's path
 from attacks.cases import CASES
 from conftest import unavailable  # a missing sandbox: fail under CI, skip on a reader's machine
+
 from tools import grade, sandbox
 
 EXERCISE = "09_recap_quiz"
@@ -61,7 +63,6 @@ SPINNER = "attack-suite-spinner-marker"
 SECRET = "planted-secret-4f1c9a"
 CORE_PATTERN = Path("/proc/sys/kernel/core_pattern")
 MODES = ["root", "user"]
-
 
 
 def _fingerprint(*folders, skip=()):
@@ -126,17 +127,23 @@ def _folder_attacks(folder):
     os.symlink("/dev/zero", folder / "d2_link_to_dev_zero.ipynb")
     os.symlink("honest_solved.ipynb", folder / "d4_link_to_alice.ipynb")
     os.link(folder / "honest_solved.ipynb", folder / "d4_hard_link_to_alice.ipynb")
-    names = {b"d3_caf\xe9_not_utf8.ipynb": "d3_caf\\xe9_not_utf8.ipynb",
-             b'=HYPERLINK("evil")_solved.ipynb': "'=HYPERLINK(\"evil\")_solved.ipynb",
-             b"-2+3_solved.ipynb": "'-2+3_solved.ipynb",
-             b"\tat_tab_solved.ipynb": "\\tat_tab_solved.ipynb",
-             b"esc\x1b[31m_red_solved.ipynb": "esc\\x1b[31m_red_solved.ipynb",
-             # a name a terminal without UTF-8 cannot print (the batch runs with PYTHONIOENCODING=ascii)
-             "café_utf8_solved.ipynb".encode(): "café_utf8_solved.ipynb"}
+    names = {
+        b"d3_caf\xe9_not_utf8.ipynb": "d3_caf\\xe9_not_utf8.ipynb",
+        b'=HYPERLINK("evil")_solved.ipynb': '\'=HYPERLINK("evil")_solved.ipynb',
+        b"-2+3_solved.ipynb": "'-2+3_solved.ipynb",
+        b"\tat_tab_solved.ipynb": "\\tat_tab_solved.ipynb",
+        b"esc\x1b[31m_red_solved.ipynb": "esc\\x1b[31m_red_solved.ipynb",
+        # a name a terminal without UTF-8 cannot print (the batch runs with PYTHONIOENCODING=ascii)
+        "café_utf8_solved.ipynb".encode(): "café_utf8_solved.ipynb",
+    }
     for raw in names:
         Path(os.fsdecode(os.path.join(os.fsencode(folder), raw))).write_bytes(solved)
-    expected = {"d1_fifo.ipynb": "a FIFO", "d2_link_to_dev_zero.ipynb": "a symbolic link",
-                "d4_link_to_alice.ipynb": "a symbolic link", "d4_hard_link_to_alice.ipynb": "full"}
+    expected = {
+        "d1_fifo.ipynb": "a FIFO",
+        "d2_link_to_dev_zero.ipynb": "a symbolic link",
+        "d4_link_to_alice.ipynb": "a symbolic link",
+        "d4_hard_link_to_alice.ipynb": "full",
+    }
     expected.update({shown: "full" for shown in names.values()})
     return expected
 
@@ -185,14 +192,20 @@ def batch(request):
     before = _fingerprint(*watched)
     submissions_before = {p.name: p.lstat().st_mtime_ns for p in folder.iterdir()}
     core_pattern = CORE_PATTERN.read_bytes()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GRADER_TOKEN": SECRET, "HOME": str(tmp),
-           "CI_SECRET": SECRET, "PYTHONIOENCODING": "ascii"}  # a terminal that cannot print every reason
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GRADER_TOKEN": SECRET,
+        "HOME": str(tmp),
+        "CI_SECRET": SECRET,
+        "PYTHONIOENCODING": "ascii",
+    }  # a terminal that cannot print every reason
     try:
         started = time.monotonic()
         try:
             uncapped = ["--uncapped-memory"] if mode == "user" and not _capped_as(mode) else []
-            result = run_grader([EXERCISE, folder, out, "--timeout", TIMEOUT, "--jobs", JOBS, *uncapped], mode, env,
-                                timeout=900)
+            result = run_grader(
+                [EXERCISE, folder, out, "--timeout", TIMEOUT, "--jobs", JOBS, *uncapped], mode, env, timeout=900
+            )
         finally:
             if CORE_PATTERN.read_bytes() != core_pattern and os.geteuid() == 0:
                 CORE_PATTERN.write_bytes(core_pattern)  # never leave the host changed, whatever happened
@@ -203,18 +216,37 @@ def batch(request):
         assert result.returncode == 0, f"the grader failed: {result.stderr[-2000:]}"
         csv_after_batch = out.read_bytes()
         time.sleep(5)  # the background attack writes 3 s after its start: give it the time to try
-        marked = [str(p) for d in (ROOT / "tools", ROOT / "book") for p in d.rglob("*.py")
-                  if "written by cheat_rewrite_hidden_tests" in p.read_text(errors="replace")]
+        marked = [
+            str(p)
+            for d in (ROOT / "tools", ROOT / "book")
+            for p in d.rglob("*.py")
+            if "written by cheat_rewrite_hidden_tests" in p.read_text(errors="replace")
+        ]
         uids = {sandbox.SANDBOX_HOST_UID} if mode == "root" and os.geteuid() == 0 else set()
         if mode == "user" and os.geteuid() == 0:
             uids.add(ORDINARY_UID)
         table = _read_rows(out)
-        yield dict(mode=mode, cases=cases, folder_cases=folder_cases, rows={r["submission"]: r for r in table},
-                   elapsed=elapsed, out=out, canary=canary, escape=escape, marked=marked, result=result,
-                   before=before, after=_fingerprint(*watched), csv_after_batch=csv_after_batch, table=table,
-                   leftovers=_our_processes(uids), tmp=tmp, core_pattern_changed=core_pattern_changed,
-                   submissions_before=submissions_before,
-                   submissions_after={p.name: p.lstat().st_mtime_ns for p in folder.iterdir()})
+        yield dict(
+            mode=mode,
+            cases=cases,
+            folder_cases=folder_cases,
+            rows={r["submission"]: r for r in table},
+            elapsed=elapsed,
+            out=out,
+            canary=canary,
+            escape=escape,
+            marked=marked,
+            result=result,
+            before=before,
+            after=_fingerprint(*watched),
+            csv_after_batch=csv_after_batch,
+            table=table,
+            leftovers=_our_processes(uids),
+            tmp=tmp,
+            core_pattern_changed=core_pattern_changed,
+            submissions_before=submissions_before,
+            submissions_after={p.name: p.lstat().st_mtime_ns for p in folder.iterdir()},
+        )
     finally:
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
@@ -240,8 +272,9 @@ def test_each_row_is_what_the_case_expects(batch, case):
     row = batch["rows"][f"{case['name']}.ipynb"]
     expected = {"full": row["possible"], "zero": 0}.get(case["expect"], case["expect"])
     assert row["total"] == expected, f"{case['name']}: {row['total']} points, expected {expected}: {row['reason']}"
-    assert row["status"] == case.get("status", row["status"] if case["name"].startswith("cheat") else "graded"), \
+    assert row["status"] == case.get("status", row["status"] if case["name"].startswith("cheat") else "graded"), (
         f"{case['name']}: status {row['status']} ({row['reason']})"
+    )
     for key in ("warning", "reason"):
         if key in case:
             column = "warnings" if key == "warning" else "reason"
@@ -257,8 +290,7 @@ def test_batch_finishes_within_its_time_limit_with_one_row_each(batch):
     slow = {n: r["seconds"] for n, r in batch["rows"].items() if r["seconds"] > TIMEOUT + 5}
     assert not slow, f"sandboxes outlived their time limit: {slow}"
     hung = [r["submission"] for r in batch["table"] if r["status"] == "timeout"]
-    assert sorted(hung) == ["careless_c_loop.ipynb", "careless_endless_loop.ipynb",
-                            "cheat_c_ptrace_and_spinners.ipynb"]
+    assert sorted(hung) == ["careless_c_loop.ipynb", "careless_endless_loop.ipynb", "cheat_c_ptrace_and_spinners.ipynb"]
 
 
 def test_nothing_outside_the_sandbox_changes(batch):
@@ -300,10 +332,20 @@ def test_every_cell_is_safe_and_reads_with_the_default_field_limit(batch):
         assert all(c.isprintable() for c in line), f"a control character reached the terminal: {line[:60]!r}"
 
 
-@pytest.mark.parametrize("name", ["d1_fifo.ipynb", "d2_link_to_dev_zero.ipynb", "d4_link_to_alice.ipynb",
-                                  "d4_hard_link_to_alice.ipynb", "d3_caf\\xe9_not_utf8.ipynb",
-                                  "'=HYPERLINK(\"evil\")_solved.ipynb", "'-2+3_solved.ipynb",
-                                  "\\tat_tab_solved.ipynb", "esc\\x1b[31m_red_solved.ipynb"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "d1_fifo.ipynb",
+        "d2_link_to_dev_zero.ipynb",
+        "d4_link_to_alice.ipynb",
+        "d4_hard_link_to_alice.ipynb",
+        "d3_caf\\xe9_not_utf8.ipynb",
+        '\'=HYPERLINK("evil")_solved.ipynb',
+        "'-2+3_solved.ipynb",
+        "\\tat_tab_solved.ipynb",
+        "esc\\x1b[31m_red_solved.ipynb",
+    ],
+)
 def test_each_folder_entry_gets_its_row(batch, name):
     """Attacks D1 to D4 and names: a row each; a link or a FIFO is named as such and scores 0, never followed."""
     expected = batch["folder_cases"][name]
@@ -361,8 +403,9 @@ def test_grade_command_explains_bad_input(tmp_path):
     import subprocess
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "tools.grade", *map(str, args)], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [sys.executable, "-m", "tools.grade", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
 
     unknown = run("99_nothing", tmp_path, tmp_path / "out.csv")
     assert unknown.returncode != 0 and "no autograder for '99_nothing'" in unknown.stderr
@@ -385,16 +428,26 @@ def test_a_torch_exercise_gets_full_marks_in_the_sandbox(tmp_path):
     assert row["status"] == "graded" and row["total"] == row["possible"] == 6, row["reason"] or row["warnings"]
 
 
-@pytest.mark.parametrize("printed", [
-    {"ndarray": {"dtype": "object", "shape": [1], "data": [1]}},  # a dtype numpy would run code for
-    {"ndarray": {"dtype": "float64", "shape": [2, 2], "data": [1.0, 2.0]}},  # shape and data disagree
-    {"tensor": {"dtype": "torch.float32", "shape": [1], "data": ["1"], "requires_grad": False}},
-    {"float": "1.0"}, {"int": 1.5}, {"bool": 1}, {"list": [{"float": 1.0}, 2]}, {"float": 1.0, "int": 1},
-    {"__reduce__": ["os.system", ["true"]]}, [], "passed",
-    {"float": 10**400}, {"list": [{"float": -(10**400)}]},  # too large for a float: a clean row, not a grader failure
-    {"ndarray": {"dtype": "int64", "shape": [1], "data": [10**30]}},
-    {"tensor": {"dtype": "torch.float32", "shape": [1], "data": [10**400], "requires_grad": False}},
-])
+@pytest.mark.parametrize(
+    "printed",
+    [
+        {"ndarray": {"dtype": "object", "shape": [1], "data": [1]}},  # a dtype numpy would run code for
+        {"ndarray": {"dtype": "float64", "shape": [2, 2], "data": [1.0, 2.0]}},  # shape and data disagree
+        {"tensor": {"dtype": "torch.float32", "shape": [1], "data": ["1"], "requires_grad": False}},
+        {"float": "1.0"},
+        {"int": 1.5},
+        {"bool": 1},
+        {"list": [{"float": 1.0}, 2]},
+        {"float": 1.0, "int": 1},
+        {"__reduce__": ["os.system", ["true"]]},
+        [],
+        "passed",
+        {"float": 10**400},
+        {"list": [{"float": -(10**400)}]},  # too large for a float: a clean row, not a grader failure
+        {"ndarray": {"dtype": "int64", "shape": [1], "data": [10**30]}},
+        {"tensor": {"dtype": "torch.float32", "shape": [1], "data": [10**400], "requires_grad": False}},
+    ],
+)
 def test_judge_refuses_malformed_answers(printed):
     """What a sandbox prints is data: anything but a well-formed tagged value is refused, never interpreted."""
     from tools import judge
@@ -410,11 +463,18 @@ def test_judge_wants_the_exact_type():
 
     judge.same((1, 2.0), (1, 2.0))
     judge.same([1, 2.0], (1, 2.0))  # a pair may be a list
-    for got, want in [(1, 1.0), (1.0, 1), (True, 1), (np.float64(1.0), 1.0), (judge.Other("m.Float"), 1.0),
-                      (np.zeros(2, dtype=np.float32), np.zeros(2)), (np.zeros(3), np.zeros(2)),
-                      (judge.Tensor("torch.float64", np.zeros(2), False),
-                       judge.Tensor("torch.float32", np.zeros(2), False)),
-                      (float("nan"), 1.0), (1.0001, 1.0)]:
+    for got, want in [
+        (1, 1.0),
+        (1.0, 1),
+        (True, 1),
+        (np.float64(1.0), 1.0),
+        (judge.Other("m.Float"), 1.0),
+        (np.zeros(2, dtype=np.float32), np.zeros(2)),
+        (np.zeros(3), np.zeros(2)),
+        (judge.Tensor("torch.float64", np.zeros(2), False), judge.Tensor("torch.float32", np.zeros(2), False)),
+        (float("nan"), 1.0),
+        (1.0001, 1.0),
+    ]:
         with pytest.raises(judge.Wrong):
             judge.same(got, want)
 
@@ -456,8 +516,9 @@ def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
                 give_to_ordinary_user(folder, out.parent)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp)}
             uncapped = ["--uncapped-memory"] if mode == "user" and not _capped_as(mode) else []
-            result = run_grader([EXERCISE, folder, out, "--timeout", 20, "--jobs", 2, *uncapped], mode, env,
-                                timeout=600)
+            result = run_grader(
+                [EXERCISE, folder, out, "--timeout", 20, "--jobs", 2, *uncapped], mode, env, timeout=600
+            )
             assert result.returncode == 0, result.stderr[-2000:]
             rows = {r["submission"]: r for r in _read_rows(out)}
             honest = [rows[f"honest_{i}.ipynb"] for i in range(3)]
@@ -467,8 +528,10 @@ def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
         finally:
             subprocess.run(["rm", "-rf", str(tmp)], check=False)
     ratio = medians["hog"] / medians["idle"]
-    print(f"{mode}: honest notebook {medians['idle']:.1f} s beside an idle sandbox, {medians['hog']:.1f} s beside "
-          f"a hog: {ratio:.2f}x")
+    print(
+        f"{mode}: honest notebook {medians['idle']:.1f} s beside an idle sandbox, {medians['hog']:.1f} s beside "
+        f"a hog: {ratio:.2f}x"
+    )
     assert ratio <= 2.0, f"a hog slowed honest notebooks {ratio:.2f}x ({medians})"
 
 
@@ -493,16 +556,24 @@ PROBES = [("q1", "crop", (1,), None, "a window that must crop"), ("q2", "loss", 
     run = grade.Run(answers={0: {"raised": "ValueError: args were (1,) 987654"}, 1: {"missing": "loss"}})
     verdicts = grade.judge_run(exercise, reference, questions_of, run)
     assert verdicts["q1"] == (0.0, "q1 (crop) on a window that must crop: raised ValueError")
-    for got, want in [(judge.Tensor("torch.float32", np.zeros((7, 3)), False),
-                       judge.Tensor("torch.float32", np.zeros((5, 3)), False)),
-                      (np.zeros((7, 3)), np.zeros((5, 3))), (41, 42), ("hidden 42", "x")]:
+    for got, want in [
+        (
+            judge.Tensor("torch.float32", np.zeros((7, 3)), False),
+            judge.Tensor("torch.float32", np.zeros((5, 3)), False),
+        ),
+        (np.zeros((7, 3)), np.zeros((5, 3))),
+        (41, 42),
+        ("hidden 42", "x"),
+    ]:
         with pytest.raises(judge.Wrong) as wrong:
             judge.same(got, want)
         assert not any(d in str(wrong.value) for d in "0123456789"), str(wrong.value)
-    for message, shown in [("OSError: [Errno 28] No space left on device: '/dev/shm/x'",
-                            "raised OSError (No space left on device)"),
-                           ("OSError: [Errno 28] inputs (5, 7)", "raised OSError"),
-                           ("KeyError: 'hidden 42'", "raised KeyError"), ("not a type: 42", "raised an exception")]:
+    for message, shown in [
+        ("OSError: [Errno 28] No space left on device: '/dev/shm/x'", "raised OSError (No space left on device)"),
+        ("OSError: [Errno 28] inputs (5, 7)", "raised OSError"),
+        ("KeyError: 'hidden 42'", "raised KeyError"),
+        ("not a type: 42", "raised an exception"),
+    ]:
         with pytest.raises(judge.Wrong, match=r"^" + re.escape(shown) + "$"):
             judge.same(judge.Raised(message), 1.0)
     exercise.probes = "PROBES = [('q1', 'crop', (1,), None, 42)]"
@@ -528,8 +599,9 @@ def test_a_pathological_answer_costs_only_its_own_row(forged, tmp_path):
     records = {
         "huge_shape": [{"probe": 0, "answer": {"ndarray": {"dtype": "float64", "shape": [9] * 600_000, "data": []}}}],
         "colliding_probes": [{"probe": k * big, "answer": {"int": 1}} for k in range(1, 60_001)],
-        "dict_of_colliding_keys": [{"probe": 0, "answer": {"dict": [[{"int": k * big}, {"int": 1}]
-                                                                    for k in range(1, 60_001)]}}],
+        "dict_of_colliding_keys": [
+            {"probe": 0, "answer": {"dict": [[{"int": k * big}, {"int": 1}] for k in range(1, 60_001)]}}
+        ],
     }[forged]
     path = _forged_output(tmp_path, records)
     started = time.monotonic()
@@ -544,10 +616,26 @@ def test_feedback_files_map_one_to_one_whatever_the_order(order, tmp_path):
     of the rows, and Markdown in a row is shown as text."""
     from tools import feedback
 
-    rows = [{"submission": "honest_solved.ipynb", "q1": "1.0", "total": "1.0", "possible": "1.0", "status": "graded",
-             "reason": "", "warnings": ""},
-            {"submission": " honest_solved.ipynb", "q1": "0.0", "total": "0.0", "possible": "1.0",
-             "status": "graded", "reason": "q1 (f): raised <img src=x> **ValueError**", "warnings": ""}][::order]
+    rows = [
+        {
+            "submission": "honest_solved.ipynb",
+            "q1": "1.0",
+            "total": "1.0",
+            "possible": "1.0",
+            "status": "graded",
+            "reason": "",
+            "warnings": "",
+        },
+        {
+            "submission": " honest_solved.ipynb",
+            "q1": "0.0",
+            "total": "0.0",
+            "possible": "1.0",
+            "status": "graded",
+            "reason": "q1 (f): raised <img src=x> **ValueError**",
+            "warnings": "",
+        },
+    ][::order]
     path = tmp_path / "g.csv"
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, list(rows[0]))
@@ -576,9 +664,12 @@ def test_a_by_hand_rule_flags_an_alias_and_not_the_solution(name):
     for question, (definitions, forbidden) in grade.BY_HAND[name].items():
         owner, _, attr = forbidden[0].rpartition(".")
         module = {"tiny": "book.tiny"}.get(owner, "torch.nn.functional")
-        cheat = {"cells": [
-            {"cell_type": "code", "source": f"from {module} import {attr} as _library"},
-            {"cell_type": "code", "source": f"def {definitions[0]}(*args, **kwargs):\n    return _library(*args)"}]}
+        cheat = {
+            "cells": [
+                {"cell_type": "code", "source": f"from {module} import {attr} as _library"},
+                {"cell_type": "code", "source": f"def {definitions[0]}(*args, **kwargs):\n    return _library(*args)"},
+            ]
+        }
         warnings = grade.by_hand_warnings(name, cheat, exercise.template)
         assert any(w.startswith(f"{question} asks for its own code") for w in warnings), (question, warnings)
 
@@ -594,10 +685,12 @@ def test_a_lookup_table_of_leaked_inputs_scores_nothing_on_a_fresh_run(tmp_path)
     reference = grade.reference_answers(leaked, 120)
     questions_of = grade.probe_functions(leaked, reference)
     table = {}
-    for (question, function), args, answer in zip(questions_of, reference.args, reference.answers):
+    for (_question, function), args, answer in zip(questions_of, reference.args, reference.answers):
         table.setdefault(function, {})[repr(tuple(args))] = answer
-    lines = ["TABLE = " + repr({f: {k: (int(v) if type(v) is int else float(v)) for k, v in d.items()}
-                                for f, d in table.items()})]
+    lines = [
+        "TABLE = "
+        + repr({f: {k: (int(v) if type(v) is int else float(v)) for k, v in d.items()} for f, d in table.items()})
+    ]
     for function in table:
         lines.append(f"def {function}(*args):\n    return TABLE[{function!r}].get(repr(args), 0)")
     blank = nbformat.read(ROOT / "exercises" / f"{EXERCISE}.ipynb", as_version=4)
@@ -606,9 +699,7 @@ def test_a_lookup_table_of_leaked_inputs_scores_nothing_on_a_fresh_run(tmp_path)
     folder.mkdir(parents=True)
     tmp_path.chmod(0o755)
     nbformat.write(blank, folder / "lookup.ipynb")
-    same_run = grade.grade_folder(zip_path, folder, timeout=60, jobs=1, report=None, seed=1,
-                                  uncapped_memory=True)[0]
-    fresh_run = grade.grade_folder(zip_path, folder, timeout=60, jobs=1, report=None, seed=2,
-                                   uncapped_memory=True)[0]
+    same_run = grade.grade_folder(zip_path, folder, timeout=60, jobs=1, report=None, seed=1, uncapped_memory=True)[0]
+    fresh_run = grade.grade_folder(zip_path, folder, timeout=60, jobs=1, report=None, seed=2, uncapped_memory=True)[0]
     assert same_run["total"] == same_run["possible"], same_run["reason"]
     assert fresh_run["total"] == 0, fresh_run["reason"]

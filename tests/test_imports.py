@@ -7,6 +7,7 @@
 - no file edits `sys.path`: modules are found one way, the repository root on the path (`python -m tools.X`,
   pytest's `pythonpath`), `book` installed into the environment.
 """
+
 import ast
 
 import jupytext
@@ -79,8 +80,12 @@ def _sys_path_edits(tree):
 
 
 def test_no_file_edits_sys_path():
-    edits = [f"{path.relative_to(ROOT)}:{line}" for room in ROOMS for path in python_files(room)
-             for line in _sys_path_edits(ast.parse(path.read_text(), str(path)))]
+    edits = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for room in ROOMS
+        for path in python_files(room)
+        for line in _sys_path_edits(ast.parse(path.read_text(), str(path)))
+    ]
     assert not edits, "sys.path edited (import through the package instead): " + ", ".join(edits)
 
 

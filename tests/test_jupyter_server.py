@@ -6,6 +6,7 @@ and chapter 1, executed cell by cell through a kernel of that server (REST to st
 kernel's websocket channel to run code), must print what its golden notebook recorded, including the
 chapter's headline figure.
 """
+
 import asyncio
 import datetime
 import json
@@ -41,10 +42,22 @@ def server(tmp_path_factory):
     home = tmp_path_factory.mktemp("jupyter")
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={built_site.ROOT}", "--allow-root"],  # CI runs as root
-        env=env, stdout=subprocess.DEVNULL, stderr=open(home / "server.log", "w"))
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={built_site.ROOT}",
+            "--allow-root",
+        ],  # CI runs as root
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(home / "server.log", "w"),
+    )
     base, headers = f"http://127.0.0.1:{port}", {"Authorization": f"token {token}"}
     try:
         deadline = time.monotonic() + 60
@@ -64,8 +77,9 @@ def server(tmp_path_factory):
 
 def test_jupytext_is_the_servers_contents_manager(server):
     base, _, headers = server
-    info = requests.get(f"{base}/api/contents/{CHAPTER}.md", params={"type": "notebook", "content": 0},
-                        headers=headers, timeout=30)
+    info = requests.get(
+        f"{base}/api/contents/{CHAPTER}.md", params={"type": "notebook", "content": 0}, headers=headers, timeout=30
+    )
     assert info.ok, info.text
     assert info.json()["type"] == "notebook"
 
@@ -73,26 +87,42 @@ def test_jupytext_is_the_servers_contents_manager(server):
 @pytest.mark.parametrize("page_name", built_site.chapter_pages())
 def test_chapter_opens_as_a_notebook(server, page_name):
     base, _, headers = server
-    reply = requests.get(f"{base}/api/contents/{page_name}.md", params={"type": "notebook", "content": 1},
-                         headers=headers, timeout=60)
+    reply = requests.get(
+        f"{base}/api/contents/{page_name}.md", params={"type": "notebook", "content": 1}, headers=headers, timeout=60
+    )
     assert reply.ok, f"{page_name}: {reply.status_code} {reply.text[:300]}"
     model = reply.json()
     assert model["type"] == "notebook" and model["format"] == "json"
     served = nbformat.from_dict(model["content"])
     local = jupytext.read(built_site.source_of(page_name))
-    assert [c.source for c in served.cells if c.cell_type == "code"] == \
-           [c.source for c in local.cells if c.cell_type == "code"], f"{page_name}: the served cells differ"
+    assert [c.source for c in served.cells if c.cell_type == "code"] == [
+        c.source for c in local.cells if c.cell_type == "code"
+    ], f"{page_name}: the served cells differ"
     assert served.metadata["kernelspec"]["name"] == "python3"
 
 
 def message(session, code):
     return {
-        "header": {"msg_id": uuid.uuid4().hex, "msg_type": "execute_request", "username": "test",
-                   "session": session, "version": "5.3",
-                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat()},
-        "parent_header": {}, "metadata": {}, "buffers": [], "channel": "shell",
-        "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                    "allow_stdin": False, "stop_on_error": True},
+        "header": {
+            "msg_id": uuid.uuid4().hex,
+            "msg_type": "execute_request",
+            "username": "test",
+            "session": session,
+            "version": "5.3",
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        },
+        "parent_header": {},
+        "metadata": {},
+        "buffers": [],
+        "channel": "shell",
+        "content": {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        },
     }
 
 
@@ -131,13 +161,15 @@ async def run_cells(ws_url, cells, timeout=300):
 
 def test_chapter_1_runs_through_a_kernel_of_the_server(server):
     base, token, headers = server
-    kernel = requests.post(f"{base}/api/kernels", json={"name": "python3", "path": "chapters"},
-                           headers=headers, timeout=60)
+    kernel = requests.post(
+        f"{base}/api/kernels", json={"name": "python3", "path": "chapters"}, headers=headers, timeout=60
+    )
     assert kernel.ok, kernel.text
     kernel_id = kernel.json()["id"]
     try:
-        notebook = requests.get(f"{base}/api/contents/{CHAPTER}.md", params={"type": "notebook"},
-                                headers=headers, timeout=60).json()["content"]
+        notebook = requests.get(
+            f"{base}/api/contents/{CHAPTER}.md", params={"type": "notebook"}, headers=headers, timeout=60
+        ).json()["content"]
         cells = [c for c in notebook["cells"] if c["cell_type"] == "code"]
         ws_url = f"ws://127.0.0.1:{base.rsplit(':', 1)[1]}/api/kernels/{kernel_id}/channels?token={token}"
         sources = ["".join(c["source"]) for c in cells]
@@ -147,8 +179,13 @@ def test_chapter_1_runs_through_a_kernel_of_the_server(server):
     finally:
         requests.delete(f"{base}/api/kernels/{kernel_id}", headers=headers, timeout=30)
 
-    golden = [c for c in nbformat.read(built_site.ROOT / "tests" / "golden" / f"{CHAPTER.split('/')[1]}.ipynb",
-                                       as_version=4).cells if c.cell_type == "code"]
+    golden = [
+        c
+        for c in nbformat.read(
+            built_site.ROOT / "tests" / "golden" / f"{CHAPTER.split('/')[1]}.ipynb", as_version=4
+        ).cells
+        if c.cell_type == "code"
+    ]
     assert len(golden) == len(results)
     for number, (cell, (printed, error)) in enumerate(zip(golden, results), start=1):
         tags = cell.metadata.get("tags", [])

@@ -21,6 +21,7 @@ every prompt blank. JupyterLab skips the layout of cells out of view (content-vi
 innerText is empty: prompts are read from their text content, and what must be *visible* is scrolled into
 view first. Screenshots go to _build/screenshots/jupyterlab-*.png; `pytest -s` prints each test's time.
 """
+
 import json
 import os
 import re
@@ -36,10 +37,10 @@ import jupytext
 import nbformat
 import pytest
 import requests
-
-from tools import built_site
 from conftest import unavailable as _unavailable
 from test_jupyter_server import free_port
+
+from tools import built_site
 
 ROOT = built_site.ROOT
 CHAPTER = "chapters/01_next_token_prediction.md"
@@ -95,9 +96,14 @@ def lab(tmp_path_factory):
     settings = post_build(home / "prefix")
     port, token = free_port(), uuid.uuid4().hex
     # every folder JupyterLab writes to is the test's own (user settings and workspaces default to ~/.jupyter)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(home / "user-settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(home / "user-settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+    )
     # the one answer given in advance: "No" to JupyterLab's question whether to fetch Jupyter news, whose
     # toast would otherwise sit over the bottom right of every page (the test's network is closed anyway)
     notification = home / "user-settings" / "@jupyterlab" / "apputils-extension"
@@ -107,18 +113,30 @@ def lab(tmp_path_factory):
     log = home / "lab.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [jupyter_lab, "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-             "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-             f"--ServerApp.root_dir={home / 'course'}", f"--LabApp.app_settings_dir={settings}",
-             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-             "--allow-root"],  # CI runs as root
-            env=env, stdout=out, stderr=subprocess.STDOUT)
+            [
+                jupyter_lab,
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={home / 'course'}",
+                f"--LabApp.app_settings_dir={settings}",
+                "--LabApp.news_url=",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--allow-root",
+            ],  # CI runs as root
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     base, headers = f"http://127.0.0.1:{port}", {"Authorization": f"token {token}"}
     try:
         wait_for_server(proc, f"{base}/api/status", headers, log, SECONDS["start"])
         # postBuild's overrides reached JupyterLab: a Markdown file's default viewer is Jupytext's notebook
-        docmanager = requests.get(f"{base}/lab/api/settings/@jupyterlab/docmanager-extension:plugin",
-                                  headers=headers, timeout=30).json()
+        docmanager = requests.get(
+            f"{base}/lab/api/settings/@jupyterlab/docmanager-extension:plugin", headers=headers, timeout=30
+        ).json()
         viewers = docmanager["schema"]["properties"]["defaultViewers"]["default"]
         assert viewers.get("markdown") == "Jupytext Notebook", f"postBuild's settings not in effect: {viewers}"
         print(f"\nJupyterLab: set up and started in {time.monotonic() - started:.1f} s")
@@ -168,15 +186,20 @@ def cells(page, kind=""):
 
 
 def wait_for_cells(page, n):
-    page.wait_for_function(f"n => document.querySelectorAll('{PANEL} .jp-Notebook .jp-Cell').length === n",
-                           arg=n, timeout=SECONDS["open"] * 1000)
+    page.wait_for_function(
+        f"n => document.querySelectorAll('{PANEL} .jp-Notebook .jp-Cell').length === n",
+        arg=n,
+        timeout=SECONDS["open"] * 1000,
+    )
 
 
 def wait_for_kernel(page):
     """Until the status bar names the notebook's kernel and says it is idle, as a learner waits for it."""
-    page.wait_for_function(r"""() => Array.from(document.querySelectorAll('.jp-StatusBar-TextItem'))
+    page.wait_for_function(
+        r"""() => Array.from(document.querySelectorAll('.jp-StatusBar-TextItem'))
         .some(item => /^(?!No Kernel).+ \| Idle$/.test(item.textContent.trim()))""",
-                           timeout=SECONDS["kernel"] * 1000)
+        timeout=SECONDS["kernel"] * 1000,
+    )
 
 
 def prompts(page):
@@ -187,7 +210,8 @@ def prompts(page):
 def on_screen(page, area, text):
     """Scroll the notebook until `text` (white space folded) stands in the middle of it; assert that the
     learner sees it there: inside the notebook's view, and not covered by anything else."""
-    where = area.evaluate(r"""async (root, text) => {
+    where = area.evaluate(
+        r"""async (root, text) => {
         const fold = s => s.replace(/\s+/g, ' ');
         let target = null;
         const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
@@ -223,7 +247,9 @@ def on_screen(page, area, text):
             return `outside the notebook's view: ${JSON.stringify(r)} in ${JSON.stringify(v)}`;
         const top = document.elementFromPoint(r.left + Math.min(r.width, 20) / 2, (r.top + r.bottom) / 2);
         return root.contains(top) ? 'shown' : `covered by ${top && top.className}`;
-    }""", " ".join(text.split()))
+    }""",
+        " ".join(text.split()),
+    )
     assert where == "shown", f"{text!r}: {where}"
 
 
@@ -238,10 +264,14 @@ def run_cell(page, index, code=None):
         page.keyboard.insert_text(code)  # as pasted: no auto-indent or closing brackets
     before = cell.locator(".jp-InputPrompt").text_content().strip()
     page.keyboard.press("Shift+Enter")
-    page.wait_for_function(r"""([prompt, before]) => {
+    page.wait_for_function(
+        r"""([prompt, before]) => {
         const now = prompt.textContent.trim();
         return /^\[\d+\]:$/.test(now) && now !== before;
-    }""", arg=[cell.locator(".jp-InputPrompt").element_handle(), before], timeout=SECONDS["cell"] * 1000)
+    }""",
+        arg=[cell.locator(".jp-InputPrompt").element_handle(), before],
+        timeout=SECONDS["cell"] * 1000,
+    )
     output = cell.locator(".jp-OutputArea")
     output.scroll_into_view_if_needed()  # laid out, so that its innerText is what it shows
     return output, output.inner_text()
@@ -252,8 +282,9 @@ def unresolved_references(page):
     each as a warning sign and the bare label. It resolves a label of the same notebook, not one of another
     page, so the chapters link another page as a file ([title](04_kv_cache.md)), which both it and the website
     follow. (It reads no bibliography either: a {cite} shows its key, marked "Citation Not Found".)"""
-    return page.eval_on_selector_all(f"{PANEL} .jp-MarkdownCell [title='Cross Reference Not Found']",
-                                     "found => found.map(e => e.textContent.trim())")
+    return page.eval_on_selector_all(
+        f"{PANEL} .jp-MarkdownCell [title='Cross Reference Not Found']", "found => found.map(e => e.textContent.trim())"
+    )
 
 
 def test_chapter_1_opens_as_a_notebook_and_runs_to_the_end(browser_context, lab, timed):
@@ -271,11 +302,14 @@ def test_chapter_1_opens_as_a_notebook_and_runs_to_the_end(browser_context, lab,
         page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
         expected = [f"[{n}]:" for n in range(1, len(code) + 1)]  # one fresh kernel, every cell once, in order
         try:
-            page.wait_for_function(f"""() => {{
+            page.wait_for_function(
+                f"""() => {{
                 const shown = Array.from(document.querySelectorAll('{PANEL} .jp-CodeCell .jp-InputPrompt'))
                     .map(p => p.textContent.trim());
                 return shown.every(p => p !== '[*]:') && shown.some(p => p !== '[ ]:');
-            }}""", timeout=SECONDS["run all"] * 1000)
+            }}""",
+                timeout=SECONDS["run all"] * 1000,
+            )
         except PlaywrightTimeout:
             pytest.fail(f"Run All Cells did not finish in {SECONDS['run all']} s: prompts {prompts(page)}")
         assert prompts(page) == expected, "Run All Cells did not run every cell once, in order"
@@ -283,7 +317,8 @@ def test_chapter_1_opens_as_a_notebook_and_runs_to_the_end(browser_context, lab,
         code_cells = cells(page, ".jp-CodeCell")
         for number, cell in enumerate(code, start=1):
             errors = code_cells.nth(number - 1).locator(
-                ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+                ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+            )
             if "raises-exception" not in cell.metadata.get("tags", []) and errors.count():
                 errors.first.scroll_into_view_if_needed()
                 pytest.fail(f"code cell {number} shows an error:\n{errors.first.inner_text()[-1500:]}")
@@ -305,8 +340,11 @@ def test_recap_quiz_renders_myst_with_answers_folded(browser_context, lab, timed
         wait_for_cells(page, len(source.cells))
         answers = page.locator(f"{PANEL} .jp-MarkdownCell details")
         try:  # jupyterlab-myst renders each {dropdown} as <details class="myst-dropdown">
-            page.wait_for_function(f"n => document.querySelectorAll('{PANEL} .jp-MarkdownCell details').length === n",
-                                   arg=n_answers, timeout=SECONDS["open"] * 1000)
+            page.wait_for_function(
+                f"n => document.querySelectorAll('{PANEL} .jp-MarkdownCell details').length === n",
+                arg=n_answers,
+                timeout=SECONDS["open"] * 1000,
+            )
         except PlaywrightTimeout:
             pytest.fail(f"{answers.count()} dropdowns shown, {n_answers} in the quiz: is jupyterlab-myst enabled?")
 
@@ -338,8 +376,13 @@ def test_recap_quiz_renders_myst_with_answers_folded(browser_context, lab, timed
 def solution_code(question):
     """The code of `question`'s solution cell in the exercise's otter master, without its markers."""
     cells_ = jupytext.read(ROOT / MASTER).cells
-    start = next(i for i, c in enumerate(cells_) if c.cell_type == "raw" and c.source.startswith("# BEGIN QUESTION")
-                 and re.search(rf"^name: {question}$", c.source, re.MULTILINE))
+    start = next(
+        i
+        for i, c in enumerate(cells_)
+        if c.cell_type == "raw"
+        and c.source.startswith("# BEGIN QUESTION")
+        and re.search(rf"^name: {question}$", c.source, re.MULTILINE)
+    )
     solution = next(c for c in cells_[start:] if c.cell_type == "code")
     return "\n".join(ln for ln in solution.source.splitlines() if not re.match(r"\s*# (BEGIN|END) SOLUTION", ln))
 
@@ -367,13 +410,15 @@ def test_exercise_check_passes_a_right_answer_and_hints_at_a_wrong_one(browser_c
         run_cell(page, answer, solution_code("q1"))
         output, passed = run_cell(page, check)
         assert re.search(r"\bq1\b.*\bpassed\b", passed, re.DOTALL) and hint not in " ".join(passed.split()), (
-            f"the right answer did not pass:\n{passed}")
+            f"the right answer did not pass:\n{passed}"
+        )
         on_screen(page, output, "passed!")
         shoot(page, "exercise-passed")
 
         run_cell(page, answer, wrong)
         output, failed = run_cell(page, check)
         assert "passed" not in failed and hint in " ".join(failed.split()), (
-            f"the wrong answer should fail with the hint {hint!r}:\n{failed}")
+            f"the wrong answer should fail with the hint {hint!r}:\n{failed}"
+        )
         on_screen(page, output, hint)
         shoot(page, "exercise-hint")

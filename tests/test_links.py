@@ -1,5 +1,6 @@
 """The built website has no broken internal link: every relative href and src leads to a file, and every
 #anchor to an element with that id on the target page. External links are not followed (no network)."""
+
 import re
 from html.parser import HTMLParser
 from urllib.parse import unquote, urldefrag, urlsplit
@@ -25,12 +26,15 @@ class _Links(HTMLParser):
                 self.links.append((tag, attrs[key]))
 
 
-def _parse(path, cache={}):
-    if path not in cache:
+_PARSED = {}  # each built page parsed once per run
+
+
+def _parse(path):
+    if path not in _PARSED:
         parser = _Links()
         parser.feed(path.read_text(errors="replace"))
-        cache[path] = parser
-    return cache[path]
+        _PARSED[path] = parser
+    return _PARSED[path]
 
 
 def _broken_links(html):
@@ -64,8 +68,10 @@ def test_every_internal_link_and_anchor_resolves(site):
 
 def test_the_checker_finds_a_broken_link(tmp_path):
     """The check itself can fail: a missing file and a missing anchor are both reported."""
-    (tmp_path / "a.html").write_text('<p id="here"></p><a href="b.html">b</a><a href="a.html#nowhere">x</a>'
-                                     '<a href="#here">ok</a><a href="https://example.org/">out</a>')
+    (tmp_path / "a.html").write_text(
+        '<p id="here"></p><a href="b.html">b</a><a href="a.html#nowhere">x</a>'
+        '<a href="#here">ok</a><a href="https://example.org/">out</a>'
+    )
     assert [b.split(": ", 2)[2] for b in _broken_links(tmp_path)] == ["no such file", "no element with id 'nowhere'"]
 
 
@@ -86,7 +92,9 @@ def test_binder_links_open_files_of_the_repository(site):
         if "_static" in page.relative_to(site).parts:
             continue
         for _, link in _parse(page).links:
-            if "/v2/gh/" in link and not (link.startswith(prefix) and (built_site.ROOT / unquote(link[len(prefix):])).is_file()):
+            if "/v2/gh/" in link and not (
+                link.startswith(prefix) and (built_site.ROOT / unquote(link[len(prefix) :])).is_file()
+            ):
                 bad.append(f"{page.relative_to(site)}: {link}")
     assert not bad, "Binder links to a wrong repository or a missing file:\n" + "\n".join(bad)
 
@@ -128,7 +136,11 @@ def test_every_citation_has_its_entry():
 
     entries = pybtex.database.parse_file(built_site.ROOT / "references.bib").entries
     pages = sorted(built_site.ROOT.glob("chapters/*.md")) + sorted(built_site.ROOT.glob("*.md"))
-    cited = {(page.name, key.strip()) for page in pages
-             for keys in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", page.read_text()) for key in keys.split(",")}
+    cited = {
+        (page.name, key.strip())
+        for page in pages
+        for keys in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", page.read_text())
+        for key in keys.split(",")
+    }
     missing = sorted(f"{page}: {key}" for page, key in cited if key not in entries)
     assert cited and not missing, f"cited but not in references.bib: {missing}"

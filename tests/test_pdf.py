@@ -5,6 +5,7 @@ of the sheet) and the recap quiz's answers printed open under their questions.
 Needs Debian's chromium and poppler-utils (pdfunite, pdfinfo, pdftotext, pdfimages): skipped with the package's
 name on a reader's machine without them, failed under CI.
 """
+
 import os
 import re
 import shutil
@@ -14,22 +15,24 @@ import sys
 import nbformat
 import pytest
 
-from tools import built_site
+from tools import built_site, pdf
 from tools.notebooks import ROOT, chapter_names, code_cells, read_chapter
-
-from tools import pdf
 
 
 @pytest.fixture(scope="module")
 def course_pdf(site, tmp_path_factory):
-    missing = pdf.missing_tools() + [f"the PDF test needs {t}: apt-get install poppler-utils"
-                                     for t in ("pdfinfo", "pdftotext", "pdfimages") if not shutil.which(t)]
+    missing = pdf.missing_tools() + [
+        f"the PDF test needs {t}: apt-get install poppler-utils"
+        for t in ("pdfinfo", "pdftotext", "pdfimages")
+        if not shutil.which(t)
+    ]
     if missing:
         (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)("\n".join(missing))
     out = tmp_path_factory.mktemp("pdf") / "course.pdf"
     # the command of `make pdf`, in its own process (the browser tests keep a Playwright loop in this one)
-    run = subprocess.run([sys.executable, "-m", "tools.pdf", str(out)], capture_output=True, text=True, cwd=ROOT,
-                         timeout=900)
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.pdf", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=900
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert f"{len(built_site.toc_pages())} pages of the book" in run.stdout, run.stdout
     return out
@@ -49,8 +52,9 @@ def test_page_count_is_plausible(course_pdf):
 def test_every_chapter_title_is_in_the_text(course_pdf):
     text = re.sub(r"\s+", " ", run("pdftotext", str(course_pdf), "-"))
     for name in chapter_names():
-        title = next(line[2:] for line in (ROOT / "chapters" / f"{name}.md").read_text().splitlines()
-                     if line.startswith("# "))
+        title = next(
+            line[2:] for line in (ROOT / "chapters" / f"{name}.md").read_text().splitlines() if line.startswith("# ")
+        )
         assert re.sub(r"\s+", " ", title) in text, f"{name}: its title {title!r} is not in the PDF's text"
     assert "\\(" not in text and "\\[" not in text, "a formula was printed as raw LaTeX"
 
@@ -65,8 +69,9 @@ def test_figures_are_embedded(course_pdf):
         for src in re.findall(r'<img [^>]*src="([^"]+\.png)"', page):
             with Image.open(built_site.HTML / "chapters" / src) as img:
                 sizes[src] = img.size
-    figures = sum("figure" in c.metadata.get("mystnb", {}) for name in chapter_names()
-                  for c in code_cells(read_chapter(name)))
+    figures = sum(
+        "figure" in c.metadata.get("mystnb", {}) for name in chapter_names() for c in code_cells(read_chapter(name))
+    )
     assert len(sizes) >= figures, f"the site shows {len(sizes)} figure images for {figures} figure cells"
     listed = [line.split() for line in run("pdfimages", "-list", str(course_pdf)).splitlines()[2:]]
     in_pdf = {(int(cols[3]), int(cols[4])) for cols in listed if len(cols) > 4 and cols[2] == "image"}

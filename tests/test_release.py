@@ -1,4 +1,5 @@
 """The student release (`make release`, tools/release.py) holds no solution line and no hidden test."""
+
 from __future__ import annotations
 
 import json
@@ -17,18 +18,28 @@ from tools import release
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
     out = tmp_path_factory.mktemp("release") / "course"
-    run = subprocess.run([sys.executable, "-m", "tools.release", str(out)], capture_output=True, cwd=ROOT,
-                         text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.release", str(out)], capture_output=True, cwd=ROOT, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     return out
 
 
 def test_release_keeps_what_learners_need(released):
-    for rel in ("chapters", "exercises", "book/__init__.py", "book/tiny.py", "_config.yml", "_toc.yml",
-                "requirements.txt", "binder"):
+    for rel in (
+        "chapters",
+        "exercises",
+        "book/__init__.py",
+        "book/tiny.py",
+        "_config.yml",
+        "_toc.yml",
+        "requirements.txt",
+        "binder",
+    ):
         assert (released / rel).exists(), f"the release lacks {rel}"
-    assert sorted(p.name for p in (released / "exercises").glob("*.ipynb")) == \
-        sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
+    assert sorted(p.name for p in (released / "exercises").glob("*.ipynb")) == sorted(
+        p.name for p in (ROOT / "exercises").glob("*.ipynb")
+    )
 
 
 def test_release_has_no_instructor_files(released):
@@ -55,9 +66,13 @@ def test_the_leak_check_finds_a_statement_wrapped_another_way(tmp_path):
     public, wrapped = release.public_text(), []
     for master in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.md")):
         solution, _ = release.master_secrets(master)
-        wrapped += [code for cell in jupytext.read(master).cells if cell.cell_type == "code"
-                    for first, last, code in release.statements(cell.source)
-                    if last > first and release.squeeze(code) in solution and release.squeeze(code) not in public]
+        wrapped += [
+            code
+            for cell in jupytext.read(master).cells
+            if cell.cell_type == "code"
+            for first, last, code in release.statements(cell.source)
+            if last > first and release.squeeze(code) in solution and release.squeeze(code) not in public
+        ]
     assert wrapped, "no multi-line solution statement in the master to try"
     nb = {"cells": [{"cell_type": "code", "source": [wrapped[0]], "metadata": {}, "outputs": []}]}
     (tmp_path / "copied.ipynb").write_text(json.dumps(nb, indent=1))
@@ -74,7 +89,8 @@ def test_statements_span_their_rows():
 
 def test_release_refuses_a_folder_that_is_not_empty(tmp_path):
     (tmp_path / "old.txt").write_text("keep me")
-    run = subprocess.run([sys.executable, "-m", "tools.release", str(tmp_path)], capture_output=True, cwd=ROOT,
-                         text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.release", str(tmp_path)], capture_output=True, cwd=ROOT, text=True, timeout=60
+    )
     assert run.returncode != 0 and "is not empty" in run.stderr and "Traceback" not in run.stderr
     assert (tmp_path / "old.txt").read_text() == "keep me"

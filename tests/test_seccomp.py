@@ -3,6 +3,7 @@ and inside a real sandbox every call it lists is refused while ordinary ones sti
 
 Needs Debian's bubblewrap for the second part: skipped with a message without it, failed under CI.
 """
+
 from __future__ import annotations
 
 import errno
@@ -17,11 +18,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 from conftest import unavailable
+
 from tools import sandbox, seccomp
 
 HEADERS = {"x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "aarch64": "/usr/include/asm-generic/unistd.h"}
-REQUIRED = ["ptrace", "process_vm_readv", "process_vm_writev", "mount", "unshare", "setns", "keyctl", "bpf",
-            "perf_event_open"]
+REQUIRED = [
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "mount",
+    "unshare",
+    "setns",
+    "keyctl",
+    "bpf",
+    "perf_event_open",
+]
 
 
 @pytest.mark.parametrize("arch", sorted(seccomp.SYSCALLS))
@@ -35,7 +46,7 @@ def test_numbers_are_the_kernels(arch):
     assert set(REQUIRED) <= set(seccomp.DENY)
 
 
-PROBE = r'''
+PROBE = r"""
 import ctypes, errno, json, os
 libc = ctypes.CDLL(None, use_errno=True)
 def call(nr, *args):
@@ -65,7 +76,7 @@ try:
 except OSError as err:
     out["vsock_pair"] = err.errno
 print(json.dumps(out))
-'''
+"""
 
 
 def test_the_sandbox_refuses_what_the_filter_lists():
@@ -74,8 +85,12 @@ def test_the_sandbox_refuses_what_the_filter_lists():
     arch = platform.machine()
     denied = seccomp.denied_numbers(arch)
     numbers = seccomp.SYSCALLS[arch]
-    source = (PROBE.replace("NUMBERS", repr(sorted(denied))).replace("CLONE", str(numbers["clone"]))
-              .replace("IOCTL", str(numbers["ioctl"])).replace("GETPPID", str({"x86_64": 110, "aarch64": 173}[arch])))
+    source = (
+        PROBE.replace("NUMBERS", repr(sorted(denied)))
+        .replace("CLONE", str(numbers["clone"]))
+        .replace("IOCTL", str(numbers["ioctl"]))
+        .replace("GETPPID", str({"x86_64": 110, "aarch64": 173}[arch]))
+    )
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp).chmod(0o755)
         (Path(tmp) / "probe.py").write_text(source)

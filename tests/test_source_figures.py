@@ -7,14 +7,13 @@ explained in an erratum note in the chapter that quotes the source's figure and
 the course's: an admonition titled "Erratum", or, for a mere rounding, a footnote
 whose text begins "Erratum" (`[^label]: Erratum ...`, with its indented lines).
 """
+
 import re
 
 import pytest
 
 from book.source_figures import ROWS
-from tools.notebooks import ERRATUM
-from tools.notebooks import CHAPTERS, chapter_names, magnitudes, normalise, printed_numbers, read_golden
-
+from tools.notebooks import CHAPTERS, ERRATUM, chapter_names, magnitudes, normalise, printed_numbers, read_golden
 
 # a MyST footnote definition that opens with "Erratum", and its indented continuation lines
 ERRATUM_FOOTNOTE = re.compile(r"^\[\^[\w-]+\]:[ \t]*Erratum.*(?:\n[ \t]+\S.*)*", re.MULTILINE)
@@ -51,7 +50,8 @@ def test_figure_is_printed_by_its_chapter(row):
     expected = row["course_text"] or row["source_text"]
     printed = printed_numbers(read_golden(row["chapter"]))
     assert normalise(expected) in printed, (
-        f"{row['id']}: the source figure {expected} ({row['note']}) is not printed by chapters/{row['chapter']}.md")
+        f"{row['id']}: the source figure {expected} ({row['note']}) is not printed by chapters/{row['chapter']}.md"
+    )
 
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r["course_text"]], ids=lambda r: r["id"])
@@ -60,4 +60,5 @@ def test_corrected_figure_has_an_erratum_note(row):
     wanted = {normalise(row["source_text"]), normalise(row["course_text"])}  # "256" is not found inside "256.5"
     assert any(wanted <= numbers for numbers in quoted), (
         f"{row['id']}: the course prints {row['course_text']} where the source says {row['source_text']}; "
-        f"chapters/{row['chapter']}.md needs an Erratum admonition (or Erratum footnote) quoting both")
+        f"chapters/{row['chapter']}.md needs an Erratum admonition (or Erratum footnote) quoting both"
+    )

@@ -3,6 +3,7 @@
 The sizes come from `book.card` (whose formulas `tests/test_card.py` checks against torch's own count);
 the expected figures are the page's, from `book/data/source_figures/*.csv`.
 """
+
 from book import EXAMPLE_ACCELERATOR as ACC
 from book import EXAMPLE_MODEL as M
 from book import MiB

@@ -10,15 +10,16 @@ Two executions of every chapter already happen in `make test`, so this check cos
 So an output that depends on how a sum is split across threads fails one of the two. Timing cells (tagged
 nbval-ignore-output) are left out, as nbval leaves them out; the sanitizers of tests/sanitize.cfg apply.
 """
+
 import configparser
 import json
 import re
 
+import conftest
 import nbformat
 import pytest
 
 from tools import built_site
-import conftest
 from tools.notebooks import ROOT, chapter_names, code_cells, read_golden
 
 EXECUTED = built_site.OUTPUT / "_build" / "jupyter_execute" / "chapters"
@@ -52,15 +53,17 @@ def test_the_build_at_the_default_thread_count_prints_what_the_golden_does(site,
     executed = EXECUTED / f"{name}.ipynb"
     assert executed.exists(), f"the build left no executed notebook {executed}"
     built, golden = code_cells(nbformat.read(executed, as_version=4)), code_cells(read_golden(name))
-    assert [c.source for c in built] == [c.source for c in golden], \
+    assert [c.source for c in built] == [c.source for c in golden], (
         f"{name}: the build executed other code than the golden holds; run `make golden CH={name}`"
+    )
     rules = sanitizers()
     for i, (b, g) in enumerate(zip(built, golden), start=1):
         if "nbval-ignore-output" in g.metadata.get("tags", []):
             continue
         assert printed(b, rules) == printed(g, rules), (
             f"{name}: code cell {i} printed something else in the build (default thread count) than in its "
-            f"golden:\n--- golden\n{printed(g, rules)[:1500]}\n--- build\n{printed(b, rules)[:1500]}")
+            f"golden:\n--- golden\n{printed(g, rules)[:1500]}\n--- build\n{printed(b, rules)[:1500]}"
+        )
 
 
 def test_nbval_runs_the_goldens_in_a_one_thread_kernel(pytestconfig):
@@ -71,9 +74,12 @@ def test_nbval_runs_the_goldens_in_a_one_thread_kernel(pytestconfig):
     manager, client = start_new_kernel(kernel_name=conftest.ONE_THREAD_KERNEL, startup_timeout=120)
     try:
         lines = []
-        client.execute_interactive("import os, torch; print(torch.get_num_threads(), os.environ['OMP_NUM_THREADS'],"
-                                   " os.environ['OPENBLAS_NUM_THREADS'], os.environ['MKL_NUM_THREADS'])",
-                                   timeout=120, output_hook=lambda m: lines.append(m["content"].get("text", "")))
+        client.execute_interactive(
+            "import os, torch; print(torch.get_num_threads(), os.environ['OMP_NUM_THREADS'],"
+            " os.environ['OPENBLAS_NUM_THREADS'], os.environ['MKL_NUM_THREADS'])",
+            timeout=120,
+            output_hook=lambda m: lines.append(m["content"].get("text", "")),
+        )
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)

@@ -1,6 +1,7 @@
 """The tiny model of book.tiny trains on one core, is kept on disk and loaded bit for bit, generates the
 same text with and without its cache (cropping to its window as nanoGPT does), and its cache holds exactly
 the bytes the model card predicts."""
+
 import math
 import os
 import subprocess
@@ -49,9 +50,11 @@ def test_the_written_out_adamw_is_torchs_bit_for_bit(dtype):
 
 def test_training_does_not_import_torch_dynamo():
     """The reason book.tiny writes AdamW out: torch.optim's first optimizer imports torch._dynamo (seconds)."""
-    code = ("import sys; from book import tiny; tokenizer, data = tiny.corpus(); "
-            "tiny.train(tiny.TinyGPT(tiny.TinyConfig(vocab=len(tokenizer))), data, steps=2); "
-            "print('torch._dynamo' in sys.modules)")
+    code = (
+        "import sys; from book import tiny; tokenizer, data = tiny.corpus(); "
+        "tiny.train(tiny.TinyGPT(tiny.TinyConfig(vocab=len(tokenizer))), data, steps=2); "
+        "print('torch._dynamo' in sys.modules)"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "False"
 
@@ -91,8 +94,11 @@ def test_a_batch_writes_each_row_as_it_would_alone(trained, use_cache):
     model, _ = trained
     tokenizer, _ = tiny.corpus()
     # three places in an episode, so that each row's own newest word decides what comes next
-    texts = ("the arm lifts the red block . then it", "block . the robot grips the blue cup .",
-             "cup . then it drops the green ball .")
+    texts = (
+        "the arm lifts the red block . then it",
+        "block . the robot grips the blue cup .",
+        "cup . then it drops the green ball .",
+    )
     prompts = [tokenizer.encode(t) for t in texts]
     calls = []
     hook = model.register_forward_hook(lambda module, args, out: calls.append(tuple(args[0].shape)))
@@ -102,7 +108,7 @@ def test_a_batch_writes_each_row_as_it_would_alone(trained, use_cache):
         hook.remove()
     alone = [tiny.generate(model, p, 12, use_cache=use_cache).ids for p in prompts]
     assert batch == alone
-    assert len({tuple(row[len(p):]) for row, p in zip(alone, prompts)}) == 3  # three different continuations
+    assert len({tuple(row[len(p) :]) for row, p in zip(alone, prompts)}) == 3  # three different continuations
     assert len(calls) == 12 and all(shape[0] == 3 for shape in calls)  # one call a token, for all three rows
     assert prompts == [tokenizer.encode(t) for t in texts]  # the prompts are not written into
 
@@ -221,13 +227,16 @@ def test_the_cache_key_covers_the_dtype(tmp_path, monkeypatch):
 @pytest.mark.parametrize("variable", tiny.CPU_PATH_VARIABLES)
 def test_the_cache_key_covers_the_cpu_code_path(variable, tmp_path):
     """A model trained on one code path is never loaded under another (each names another file)."""
-    code = ("from book import tiny; tokenizer, _ = tiny.corpus(); "
-            "print(tiny._run_key(tiny.TinyConfig(vocab=len(tokenizer), dtype=tiny.DTYPE), 3, 0))")
+    code = (
+        "from book import tiny; tokenizer, _ = tiny.corpus(); "
+        "print(tiny._run_key(tiny.TinyConfig(vocab=len(tokenizer), dtype=tiny.DTYPE), 3, 0))"
+    )
     env = {k: v for k, v in os.environ.items() if k not in tiny.CPU_PATH_VARIABLES}
 
     def key(**pins):
-        return subprocess.run([sys.executable, "-c", code], env={**env, **pins}, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            [sys.executable, "-c", code], env={**env, **pins}, capture_output=True, text=True, check=True
+        ).stdout.strip()
 
     plain = {**tiny.PLAIN_PATH, "DNNL_MAX_CPU_ISA": tiny.PLAIN_PATH["ONEDNN_MAX_CPU_ISA"]}  # oneDNN's older name
     assert key() != key(**{variable: plain[variable]})

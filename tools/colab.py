@@ -11,6 +11,7 @@ book.check` then says how they differ from the pins. `COURSE_SOURCE` (a folder o
 the repository's address, for a test run away from GitHub. tests/test_colab.py checks the files are in
 sync with their sources.
 """
+
 from __future__ import annotations
 
 import re
@@ -49,7 +50,7 @@ def setup_cell(exercise: str | None = None) -> str:
         'if importlib.util.find_spec("book") is None:',
         '    where = SOURCE if os.path.isdir(SOURCE) else f"git+{SOURCE}@{BRANCH}"',
         '    subprocess.run([*pip, "--no-deps", where], check=True)',
-        '    importlib.invalidate_caches()',
+        "    importlib.invalidate_caches()",
     ]
     if exercise:
         lines += [
@@ -89,10 +90,16 @@ def with_setup(nb, source: str):
             c.outputs, c.execution_count = [], None
         else:
             c.source = plain(c.source)
-    nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                   "language_info": {"name": "python"}, "colab": {"provenance": []},
-                   **({"otter": nb.metadata["otter"], "course_hints": nb.metadata.get("course_hints", {})}
-                      if "otter" in nb.metadata else {})}
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "colab": {"provenance": []},
+        **(
+            {"otter": nb.metadata["otter"], "course_hints": nb.metadata.get("course_hints", {})}
+            if "otter" in nb.metadata
+            else {}
+        ),
+    }
     nb.nbformat, nb.nbformat_minor = 4, 5
     return nb
 

@@ -10,6 +10,7 @@ question, the property that failed and the kind of input that broke it, never th
 the row's warnings. Only those columns are copied: any other column of the CSV (an instructor's note, the
 seconds) stays out. A learner gets nothing of another learner's row.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,8 +58,10 @@ def feedback_text(row: dict, questions: list[str], exercise: str | None = None) 
     name = _md(_plain(row.get("submission", "")))
     reasons = question_reasons(_plain(row.get("reason", "")))
     lines = [f"# Feedback{f' on {_md(exercise)}' if exercise else ''}: {name}", ""]
-    lines.append(f"Score: {_md(_number(row.get('total')))} out of {_md(_number(row.get('possible')))} "
-                 f"({_md(_plain(row.get('status', '')) or 'graded')}).")
+    lines.append(
+        f"Score: {_md(_number(row.get('total')))} out of {_md(_number(row.get('possible')))} "
+        f"({_md(_plain(row.get('status', '')) or 'graded')})."
+    )
     lines += ["", "| question | score | what went wrong |", "|---|---|---|"]
     for q in questions:
         # the table names the question: drop its label "qN (function)", keep the kind of input and the reason
@@ -69,9 +72,13 @@ def feedback_text(row: dict, questions: list[str], exercise: str | None = None) 
         lines += ["", "Also: " + _md("; ".join(rest))]
     if _plain(row.get("warnings", "")):
         lines += ["", f"Warnings: {_md(_plain(row['warnings']))}"]
-    lines += ["", "The grade calls your functions on inputs you have not seen. Each reason says what kind of input "
-              "broke an answer: try an input of that kind in your notebook, compare with what the question "
-              "asks, and run its `grader.check` cell again.", ""]
+    lines += [
+        "",
+        "The grade calls your functions on inputs you have not seen. Each reason says what kind of input "
+        "broke an answer: try an input of that kind in your notebook, compare with what the question "
+        "asks, and run its `grader.check` cell again.",
+        "",
+    ]
     return "\n".join(lines)
 
 

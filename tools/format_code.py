@@ -16,6 +16,7 @@ a deliberate syntax error) is left as it is and reported. otter's `# BEGIN/END S
 comments, which ruff keeps where they are. `--check` prints `file:line: ...` for each code line longer than
 LINE_LENGTH and for each cell that formatting would change, with the line where the cell's code starts.
 """
+
 import argparse
 import re
 import subprocess
@@ -37,15 +38,19 @@ def code_cells(text):
         start = m.end()
         if text.startswith("---\n", start):  # a yaml block of options
             start = text.index("\n---\n", start + 3) + 5
-        while re.match(r":[\w-]+:.*\n", text[start:close.start()]):  # short options
+        while re.match(r":[\w-]+:.*\n", text[start : close.start()]):  # short options
             start = text.index("\n", start) + 1
         yield start, close.start()
 
 
 def ruff_format(code):
     """The code as ruff formats it, or None if ruff cannot parse it."""
-    run = subprocess.run([str(RUFF), "format", f"--line-length={LINE_LENGTH}", "--stdin-filename=cell.py", "-"],
-                         input=code, capture_output=True, text=True)
+    run = subprocess.run(
+        [str(RUFF), "format", f"--line-length={LINE_LENGTH}", "--stdin-filename=cell.py", "-"],
+        input=code,
+        capture_output=True,
+        text=True,
+    )
     return run.stdout if run.returncode == 0 else None
 
 

@@ -31,6 +31,7 @@ warnings, which go back to learners, never show the hidden inputs, nor anything 
 printed or raised that could carry them: exception types, not their messages. The messages go
 to a second file for the instructor only, beside the CSV (grades.csv -> grades.details.csv).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -103,7 +104,9 @@ def load_exercise(autograder_zip, seed=None):
             checks_source = z.read("grading/checks.py").decode()
             solution = z.read("grading/solution.ipynb")
     except (OSError, KeyError, zipfile.BadZipFile, ValueError) as err:
-        raise GradingError(f"{autograder_zip} is not a grading zip of this course ({err}): run `make exercises`")
+        raise GradingError(
+            f"{autograder_zip} is not a grading zip of this course ({err}): run `make exercises`"
+        ) from err
     checks = dict(judge.CHECK_NAMES)
     exec(compile(checks_source, f"{autograder_zip}:grading/checks.py", "exec"), checks)
     import secrets
@@ -112,8 +115,11 @@ def load_exercise(autograder_zip, seed=None):
     probes = with_seed(probes, seed)
     try:
         cells = json.loads(solution).get("cells", [])
-        template = frozenset("".join(c["source"]).strip() if isinstance(c["source"], list) else c["source"].strip()
-                             for c in cells if c.get("cell_type") == "code")
+        template = frozenset(
+            "".join(c["source"]).strip() if isinstance(c["source"], list) else c["source"].strip()
+            for c in cells
+            if c.get("cell_type") == "code"
+        )
     except (ValueError, KeyError, AttributeError, TypeError):
         template = frozenset()
     return Exercise(meta["name"], meta["questions"], probes, checks, solution, template, seed)
@@ -127,6 +133,7 @@ def question_names(autograder_zip):
 @dataclass
 class Run:
     """What one sandboxed run printed, read by this (trusted) process."""
+
     answers: dict = field(default_factory=dict)  # probe index -> encoded answer
     args: dict = field(default_factory=dict)  # probe index -> encoded arguments (reference run only)
     functions: dict = field(default_factory=dict)  # probe index -> (question, function)
@@ -151,8 +158,14 @@ def run_notebook(exercise, notebook_bytes, timeout, with_args=False, read=None):
         shutil.copy(RUNNER, grading / "grade_runner.py")
         for p in (work, grading, *grading.iterdir()):
             p.chmod(0o755 if p.is_dir() else 0o644)
-        argv = [str(Path(sys.prefix) / "bin" / "python"), "-I", "/grading/grade_runner.py",
-                "/grading/submission.ipynb", "/grading/probes.py", *(["--with-args"] if with_args else [])]
+        argv = [
+            str(Path(sys.prefix) / "bin" / "python"),
+            "-I",
+            "/grading/grade_runner.py",
+            "/grading/submission.ipynb",
+            "/grading/probes.py",
+            *(["--with-args"] if with_args else []),
+        ]
         outcome = sandbox.run(argv, grading, output, timeout)
         run = (read or _read_output)(outcome.stdout)
         run.seconds = outcome.seconds
@@ -216,7 +229,7 @@ def reference_from_run(exercise, run):
         answers = [judge.decode(run.answers[i]) for i in range(n)]
         args = [judge.decode(run.args[i]) for i in range(n)]
     except (KeyError, judge.Malformed) as err:
-        raise GradingError(f"the solution of {exercise.name} gave unreadable answers ({err})")
+        raise GradingError(f"the solution of {exercise.name} gave unreadable answers ({err})") from err
     bad = [i for i, a in enumerate(answers) if isinstance(a, (judge.Raised, judge.Missing, judge.Other))]
     if bad:
         raise GradingError(f"the solution of {exercise.name} fails probe {bad[0]}: {answers[bad[0]]}")
@@ -249,12 +262,15 @@ def judge_run(exercise, reference, questions_of, run):
             got = []
             for i in indices:
                 if i not in run.answers:
-                    raise judge.Wrong("did not finish within the time limit" if run.timed_out
-                                      else "was never called: the notebook stopped before")
+                    raise judge.Wrong(
+                        "did not finish within the time limit"
+                        if run.timed_out
+                        else "was never called: the notebook stopped before"
+                    )
                 try:
                     got.append(judge.decode(run.answers[i]))
                 except (judge.Malformed, RecursionError, TypeError, ValueError, OverflowError):
-                    raise judge.Wrong("gave an answer the grader cannot read")
+                    raise judge.Wrong("gave an answer the grader cannot read") from None
             want = [reference.answers[i] for i in indices]
             args = [reference.args[i] for i in indices]
             for i, g in zip(indices, got):  # the same message for these whatever the check
@@ -317,8 +333,14 @@ class NotGradable(Exception):
     """A folder entry that is not a regular file of a readable size; the message says what it is."""
 
 
-KINDS = {stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
-         stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+KINDS = {
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
 
 
 def read_submission(path):
@@ -328,21 +350,23 @@ def read_submission(path):
     try:
         st = os.lstat(path)
     except OSError as err:
-        raise NotGradable(f"cannot be examined ({err.strerror})")
+        raise NotGradable(f"cannot be examined ({err.strerror})") from err
     if not stat.S_ISREG(st.st_mode):
         kind = KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
         raise NotGradable(f"{kind}, not a regular file: not opened")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as err:
-        raise NotGradable(f"cannot be opened ({err.strerror})")
+        raise NotGradable(f"cannot be opened ({err.strerror})") from err
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # replaced between the lstat and the open
             raise NotGradable("not a regular file: not read")
         if st.st_size > MAX_NOTEBOOK:
-            raise NotGradable(f"{st.st_size / 2**20:.0f} MiB, more than the {MAX_NOTEBOOK / 2**20:.0f} MiB "
-                              "a notebook may have: not read")
+            raise NotGradable(
+                f"{st.st_size / 2**20:.0f} MiB, more than the {MAX_NOTEBOOK / 2**20:.0f} MiB "
+                "a notebook may have: not read"
+            )
         chunks, size = [], 0
         while size <= MAX_NOTEBOOK:
             chunk = os.read(fd, min(2**20, MAX_NOTEBOOK + 1 - size))
@@ -354,7 +378,7 @@ def read_submission(path):
             raise NotGradable(f"more than the {MAX_NOTEBOOK / 2**20:.0f} MiB a notebook may have: not read")
         return b"".join(chunks)
     except OSError as err:
-        raise NotGradable(f"cannot be read ({err.strerror})")
+        raise NotGradable(f"cannot be read ({err.strerror})") from err
     finally:
         os.close(fd)
 
@@ -382,9 +406,16 @@ def csv_cell(value):
 
 
 def empty_row(exercise, name):
-    return {"submission": display_name(name), **{q: 0.0 for q in exercise.questions}, "total": 0.0,
-            "possible": float(len(exercise.questions)), "status": "graded", "reason": "", "warnings": "",
-            "seconds": 0.0}
+    return {
+        "submission": display_name(name),
+        **{q: 0.0 for q in exercise.questions},
+        "total": 0.0,
+        "possible": float(len(exercise.questions)),
+        "status": "graded",
+        "reason": "",
+        "warnings": "",
+        "seconds": 0.0,
+    }
 
 
 def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOUT):
@@ -398,8 +429,11 @@ def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOU
         return row
     parsed = bounded(_parse_notebook, exercise, data)
     if parsed is None:
-        row.update(status="error", reason=f"could not be graded: reading the notebook took more than "
-                                          f"{JUDGE_SECONDS} s or {JUDGE_MEMORY / 2**30:.0f} GiB; every question scored 0")
+        row.update(
+            status="error",
+            reason=f"could not be graded: reading the notebook took more than "
+            f"{JUDGE_SECONDS} s or {JUDGE_MEMORY / 2**30:.0f} GiB; every question scored 0",
+        )
         return row
     problem, warning, data = parsed
     if problem:
@@ -421,8 +455,11 @@ def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOU
     warnings = [warning]
     if result is None:
         row["warnings"] = warning
-        row.update(status="error", reason=f"could not be graded: judging its answers took more than "
-                                          f"{JUDGE_SECONDS} s or {JUDGE_MEMORY / 2**30:.0f} GiB; every question scored 0")
+        row.update(
+            status="error",
+            reason=f"could not be graded: judging its answers took more than "
+            f"{JUDGE_SECONDS} s or {JUDGE_MEMORY / 2**30:.0f} GiB; every question scored 0",
+        )
         return row
     run, verdicts, details = result
     if run.cell_errors:
@@ -451,14 +488,28 @@ def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOU
 # code flags a definition that reaches one of these names, directly, through an alias, a helper or a base
 # class, or that looks names up dynamically: a warning for the instructor to check by hand.
 BY_HAND = {
-    "01_next_token_prediction": {"q5": (("losses_by_hand",), ("cross_entropy", "log_softmax", "nll_loss",
-                                                               "CrossEntropyLoss", "NLLLoss", "LogSoftmax"))},
-    "08_using_pytorch": {"q5": (("model_loss",), ("cross_entropy", "log_softmax", "nll_loss", "CrossEntropyLoss",
-                                                  "NLLLoss", "LogSoftmax"))},
-    "11_build_the_gpt": {q: (names, ("tiny.Attention", "tiny.Block", "tiny.TinyGPT", "tiny.train",
-                                     "tiny.generate", "tiny.AdamW"))
-                         for q, names in (("q1", ("CausalSelfAttention",)), ("q2", ("Block",)), ("q3", ("GPT",)),
-                                          ("q4", ("train",)), ("q5", ("generate",)))},
+    "01_next_token_prediction": {
+        "q5": (
+            ("losses_by_hand",),
+            ("cross_entropy", "log_softmax", "nll_loss", "CrossEntropyLoss", "NLLLoss", "LogSoftmax"),
+        )
+    },
+    "08_using_pytorch": {
+        "q5": (
+            ("model_loss",),
+            ("cross_entropy", "log_softmax", "nll_loss", "CrossEntropyLoss", "NLLLoss", "LogSoftmax"),
+        )
+    },
+    "11_build_the_gpt": {
+        q: (names, ("tiny.Attention", "tiny.Block", "tiny.TinyGPT", "tiny.train", "tiny.generate", "tiny.AdamW"))
+        for q, names in (
+            ("q1", ("CausalSelfAttention",)),
+            ("q2", ("Block",)),
+            ("q3", ("GPT",)),
+            ("q4", ("train",)),
+            ("q5", ("generate",)),
+        )
+    },
 }
 DYNAMIC = {"getattr", "eval", "exec", "__import__", "import_module", "globals", "vars", "__dict__", "compile"}
 
@@ -501,7 +552,8 @@ def _definitions_and_aliases(trees):
             for alias in node.names:
                 qualified = f"{module.split('.')[-1]}.{alias.name}" if module else alias.name
                 aliases.setdefault(alias.asname or alias.name.split(".")[0], []).append(
-                    ast.Constant(value=f"{module} {alias.name} {qualified}"))
+                    ast.Constant(value=f"{module} {alias.name} {qualified}")
+                )
     return defined, aliases
 
 
@@ -677,12 +729,15 @@ def details_path(out_csv):
 def submissions_in(folder):
     """Every entry of `folder` whose name ends in .ipynb (hidden ones too), by name; links are listed, not
     followed (each gets its row from grade_notebook)."""
-    return sorted((Path(folder) / name for name in os.listdir(folder) if name.endswith(".ipynb")),
-                  key=lambda p: display_name(p.name))
+    return sorted(
+        (Path(folder) / name for name in os.listdir(folder) if name.endswith(".ipynb")),
+        key=lambda p: display_name(p.name),
+    )
 
 
-def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, report=print,
-                 uncapped_memory=False, seed=None):
+def grade_folder(  # noqa: C901 (the batch's steps in order)
+    autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, report=print, uncapped_memory=False, seed=None
+):
     """Grade every notebook in `folder`; write the CSV if `out_csv` is given; return the rows, sorted by name.
     Refuses to start where nothing can cap a sandbox's total memory, unless `uncapped_memory` (then it says so)."""
     sandbox.check_available()
@@ -712,18 +767,23 @@ def grade_folder(autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, 
                 row = grade_notebook(exercise, reference, questions_of, path, timeout)
                 if also.get(path.name):
                     others = ", ".join(display_name(n) for n in also[path.name][:3])
-                    row["warnings"] = "; ".join(w for w in (f"the same file as {others} (a hard link)",
-                                                            row["warnings"]) if w)
+                    row["warnings"] = "; ".join(
+                        w for w in (f"the same file as {others} (a hard link)", row["warnings"]) if w
+                    )
             except Exception as err:  # a fault of the grader itself still leaves a row
                 row = empty_row(exercise, path.name)
-                row.update(status="error", reason=f"the grader failed on this notebook "
-                                                  f"({judge.error_kind(type(err).__name__)})")
+                row.update(
+                    status="error",
+                    reason=f"the grader failed on this notebook ({judge.error_kind(type(err).__name__)})",
+                )
                 row["details"] = [("grader", judge.one_line(f"{type(err).__name__}: {err}", 300))]
             if out:
                 out.add(row)
             if report:  # a terminal that cannot print a reason (PYTHONIOENCODING=ascii) never stops the batch
-                line = display_name(f"{row['submission']}: {row['total']:g}/{row['possible']:g} ({row['status']}, "
-                                    f"{row['seconds']:.0f} s){'  ' + row['reason'] if row['reason'] else ''}")
+                line = display_name(
+                    f"{row['submission']}: {row['total']:g}/{row['possible']:g} ({row['status']}, "
+                    f"{row['seconds']:.0f} s){'  ' + row['reason'] if row['reason'] else ''}"
+                )
                 for text in (line, line.encode("ascii", "backslashreplace").decode("ascii")):
                     try:
                         report(text)
@@ -764,17 +824,24 @@ def probe_functions(exercise, reference):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("exercise",
-                        help="exercise name, e.g. 01_next_token_prediction (or a path to an autograder zip)")
+    parser.add_argument(
+        "exercise", help="exercise name, e.g. 01_next_token_prediction (or a path to an autograder zip)"
+    )
     parser.add_argument("submissions", help="folder holding the submitted .ipynb files")
     parser.add_argument("out", help="CSV file to write")
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds allowed per submission")
     parser.add_argument("--jobs", type=int, default=2, help="submissions graded at the same time")
-    parser.add_argument("--seed", type=int, help="the seed of the fresh hidden inputs (default: a new one each "
-                                                 "run, recorded in the details file)")
-    parser.add_argument("--uncapped-memory", action="store_true",
-                        help="grade even where nothing can cap a sandbox's total memory (an ordinary user without "
-                             "a cgroup of its own); the number of processes is capped all the same")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="the seed of the fresh hidden inputs (default: a new one each run, recorded in the details file)",
+    )
+    parser.add_argument(
+        "--uncapped-memory",
+        action="store_true",
+        help="grade even where nothing can cap a sandbox's total memory (an ordinary user without "
+        "a cgroup of its own); the number of processes is capped all the same",
+    )
     args = parser.parse_args(argv)
 
     autograder_zip = Path(args.exercise) if args.exercise.endswith(".zip") else AUTOGRADER / f"{args.exercise}.zip"
@@ -798,14 +865,23 @@ def main(argv=None):
         sys.exit("--timeout must be positive and --jobs at least 1")
     started = time.monotonic()
     try:
-        rows = grade_folder(autograder_zip, folder, args.out, args.timeout, args.jobs,
-                            uncapped_memory=args.uncapped_memory, seed=args.seed)
+        rows = grade_folder(
+            autograder_zip,
+            folder,
+            args.out,
+            args.timeout,
+            args.jobs,
+            uncapped_memory=args.uncapped_memory,
+            seed=args.seed,
+        )
     except (GradingError, sandbox.SandboxUnavailable) as err:
         sys.exit(f"cannot grade: {err}")
     problems = sum(r["status"] != "graded" for r in rows)
-    print(f"wrote {args.out}: {len(rows)} submissions in {time.monotonic() - started:.0f} s"
-          f"{f', {problems} could not be graded fully (see the reason column)' if problems else ''}; "
-          f"for the instructor only, the messages of what raised: {details_path(args.out)}")
+    print(
+        f"wrote {args.out}: {len(rows)} submissions in {time.monotonic() - started:.0f} s"
+        f"{f', {problems} could not be graded fully (see the reason column)' if problems else ''}; "
+        f"for the instructor only, the messages of what raised: {details_path(args.out)}"
+    )
 
 
 if __name__ == "__main__":

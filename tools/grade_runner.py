@@ -13,6 +13,7 @@ A trusted process outside the sandbox (tools/grade.py) compares them with the an
 the solution. Whatever the notebook patches in this interpreter, it can change only
 what is printed here, never the verdict.
 """
+
 import copy
 import json
 import os
@@ -64,7 +65,7 @@ def _one_line(err):
     return f"{type(err).__name__}: {text[0][:160]}" if text else type(err).__name__
 
 
-def encode(x, depth=0):
+def encode(x, depth=0):  # noqa: C901 (one branch per type the channel carries)
     """A value as plain JSON data that keeps its exact type; anything unusual becomes {"other": type name}."""
     t = type(x)
     if depth > 20:
@@ -100,8 +101,14 @@ def encode(x, depth=0):
         flat = x.detach().cpu().reshape(-1)
         if x.dtype == torch.bfloat16:
             flat = flat.float()
-        return {"tensor": {"dtype": str(x.dtype), "shape": list(x.shape), "data": flat.tolist(),
-                           "requires_grad": bool(x.requires_grad)}}
+        return {
+            "tensor": {
+                "dtype": str(x.dtype),
+                "shape": list(x.shape),
+                "data": flat.tolist(),
+                "requires_grad": bool(x.requires_grad),
+            }
+        }
     return {"other": f"{t.__module__}.{t.__qualname__}"}
 
 
@@ -118,8 +125,12 @@ def main(notebook_path, probes_path, with_args=False):
     _stub_otter()
     with open(notebook_path, encoding="utf-8") as f:
         notebook = json.load(f)
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__, "display": lambda *a, **k: None,
-                 "get_ipython": lambda: _Anything()}
+    namespace = {
+        "__name__": "__main__",
+        "__builtins__": __builtins__,
+        "display": lambda *a, **k: None,
+        "get_ipython": lambda: _Anything(),
+    }
     cells = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
     for i, cell in enumerate(cells):
         source = cell.get("source", "")

@@ -14,6 +14,7 @@ count that differs, a wrong value) and never a value that the hidden inputs deci
 submission chose: neither the answer (a function could return its arguments), nor the solution's
 shape or length, nor an exception's message. `Raised.message` keeps the message for the instructor.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -25,9 +26,18 @@ from dataclasses import dataclass
 import numpy as np
 
 DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64"}
-TORCH_DTYPES = {"torch.bool": "bool", "torch.uint8": "uint8", "torch.int8": "int8", "torch.int16": "int16",
-                "torch.int32": "int32", "torch.int64": "int64", "torch.float16": "float16",
-                "torch.bfloat16": "float32", "torch.float32": "float32", "torch.float64": "float64"}
+TORCH_DTYPES = {
+    "torch.bool": "bool",
+    "torch.uint8": "uint8",
+    "torch.int8": "int8",
+    "torch.int16": "int16",
+    "torch.int32": "int32",
+    "torch.int64": "int64",
+    "torch.float16": "float16",
+    "torch.bfloat16": "float32",
+    "torch.float32": "float32",
+    "torch.float64": "float64",
+}
 MAX_ITEMS = 1_000_000  # numbers in one answer, as tools/grade_runner.py encodes it
 MAX_DIMS = 32  # NumPy's own limit is 64
 MAX_DICT = 10_000  # items of one dict, as grade_runner.py encodes it
@@ -45,6 +55,7 @@ class Malformed(ValueError):
 @dataclass(frozen=True)
 class Tensor:
     """A torch tensor as the sandbox described it (the grader needs no torch to judge it)."""
+
     dtype: str  # e.g. "torch.float32"
     values: np.ndarray
     requires_grad: bool
@@ -57,6 +68,7 @@ class Tensor:
 @dataclass(frozen=True)
 class Other:
     """A value of a type the grader does not accept as an answer (a subclass, a custom object, ...)."""
+
     type_name: str
 
 
@@ -102,7 +114,7 @@ def decode(obj):
         raise Malformed("a number too large for its type") from None
 
 
-def _decode(obj):
+def _decode(obj):  # noqa: C901 (one branch per tag of the answer channel)
     if not isinstance(obj, dict) or len(obj) != 1:
         raise Malformed("not a tagged value")
     [(tag, v)] = obj.items()
@@ -133,8 +145,12 @@ def _decode(obj):
         return out
     if tag == "ndarray":
         return _array(v, DTYPES)
-    if (tag == "npscalar" and isinstance(v, dict) and v.get("dtype") in DTYPES
-            and type(v.get("value")) in (int, float, bool)):
+    if (
+        tag == "npscalar"
+        and isinstance(v, dict)
+        and v.get("dtype") in DTYPES
+        and type(v.get("value")) in (int, float, bool)
+    ):
         return np.dtype(v["dtype"]).type(v["value"])
     if tag == "tensor" and isinstance(v, dict) and type(v.get("requires_grad")) is bool:
         return Tensor(v["dtype"], _array(v, TORCH_DTYPES), v["requires_grad"])
@@ -154,8 +170,9 @@ def one_line(text, limit):
 
 # The names of Python's own exceptions: the only exception names a reason may show (a submission can define
 # and raise a class of any name, and so write into its reason).
-BUILTIN_EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
-                               if isinstance(obj, type) and issubclass(obj, BaseException))
+BUILTIN_EXCEPTIONS = frozenset(
+    name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
+)
 
 
 def describe(x):
@@ -196,12 +213,12 @@ def error_kind(message):
     found = re.match(r"\s*\[Errno (\d{1,4})\] ", rest)
     if found:
         text = os.strerror(int(found.group(1)))
-        if rest[found.end():].startswith(text):
+        if rest[found.end() :].startswith(text):
             return f"{name} ({text})"
     return name
 
 
-def same(got, want, what="the answer"):
+def same(got, want, what="the answer"):  # noqa: C901 (one branch per kind of value compared)
     """Raise Wrong unless `got` has exactly the type, shape and (within tolerance) the values of `want`. The
     reason names what differs (type, dtype, shape, count, values), never a value or a shape itself."""
     if isinstance(got, Raised):
@@ -255,5 +272,12 @@ def values(x):
     raise Wrong(f"expected an array or a tensor, got {describe(x)}")
 
 
-CHECK_NAMES = {"Wrong": Wrong, "Tensor": Tensor, "same": same, "values": values, "describe": describe, "np": np,
-               "math": math}
+CHECK_NAMES = {
+    "Wrong": Wrong,
+    "Tensor": Tensor,
+    "same": same,
+    "values": values,
+    "describe": describe,
+    "np": np,
+    "math": math,
+}

@@ -20,6 +20,7 @@ How the table is made
 The figures the search must meet are listed in ``targets()``; their printed
 values come from ``book/data/source_figures/*.csv``, typed once from the page.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -50,7 +51,7 @@ def top_p_count(p, cut=0.9):
 def interval(text):
     """The half-open interval of values that print as ``text``."""
     decimals = len(text.split(".")[1]) if "." in text else 0
-    v, h = float(text), 0.5 * 10.0 ** -decimals
+    v, h = float(text), 0.5 * 10.0**-decimals
     return v - h, v + h
 
 
@@ -198,9 +199,9 @@ def _position4_round(rng, logits, tries):
 def solve_attention_row3(scores):
     """Row 3's six scores from the page's four weights, rounded to three decimals."""
     zero_leak, masked, on4, on4to6 = 0.452, np.array([0.398, 0.253, 0.349]), 0.197, 0.503
-    seen = 3 / zero_leak - 3                  # sum of exp(score) over positions 1-3
-    total = seen / (1 - on4to6)               # sum of exp(score) over all six
-    later = total * (on4to6 - on4) / 2        # positions 5 and 6 share the rest equally
+    seen = 3 / zero_leak - 3  # sum of exp(score) over positions 1-3
+    total = seen / (1 - on4to6)  # sum of exp(score) over all six
+    later = total * (on4to6 - on4) / 2  # positions 5 and 6 share the rest equally
     scores[2] = np.round(np.log(np.r_[seen * masked, total * on4, later * 0.8, later * 1.2]), 3)
 
 

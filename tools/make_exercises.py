@@ -25,6 +25,7 @@ from unchanged masters gives byte-identical files. Usage (or `make exercises`):
     python -m tools.make_exercises               # every exercise
     python -m tools.make_exercises 02_causal_mask  # one exercise
 """
+
 from __future__ import annotations
 
 import argparse
@@ -111,7 +112,7 @@ def _take_hints(cell):
     config = yaml.safe_load(found.group(1)) or {}
     hints = [config.pop("ask", None), config.pop("recipe", None)]
     text = yaml.safe_dump(config, sort_keys=False, width=100).strip() if config else ""
-    cell.source = f'"""# BEGIN TEST CONFIG\n{text}\n"""  # END TEST CONFIG\n' + cell.source[found.end():]
+    cell.source = f'"""# BEGIN TEST CONFIG\n{text}\n"""  # END TEST CONFIG\n' + cell.source[found.end() :]
     return hints if any(hints) else None
 
 
@@ -125,10 +126,17 @@ def _reason_problems(source):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return True
         if isinstance(node, ast.JoinedStr):
-            return all(isinstance(v, ast.Constant) or (
-                isinstance(v, ast.FormattedValue) and v.conversion == -1 and v.format_spec is None
-                and isinstance(v.value, ast.Call) and getattr(v.value.func, "id", None) == "describe")
-                for v in node.values)
+            return all(
+                isinstance(v, ast.Constant)
+                or (
+                    isinstance(v, ast.FormattedValue)
+                    and v.conversion == -1
+                    and v.format_spec is None
+                    and isinstance(v.value, ast.Call)
+                    and getattr(v.value.func, "id", None) == "describe"
+                )
+                for v in node.values
+            )
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return trusted(node.left) and trusted(node.right)
         return False
@@ -166,22 +174,25 @@ def split_master(name):
         elif cell.cell_type == "code" and cell.source.startswith("# CHECKS"):
             bad = _reason_problems(cell.source)
             if bad:
-                raise RuntimeError(f"solutions/{name}.md: a reason formats a value (the learner would read what "
-                                   f"the hidden inputs or the submission decide): {'; '.join(bad)}")
+                raise RuntimeError(
+                    f"solutions/{name}.md: a reason formats a value (the learner would read what "
+                    f"the hidden inputs or the submission decide): {'; '.join(bad)}"
+                )
             checks.append(cell.source.strip() + "\n")
         elif cell.cell_type == "code" and cell.source.startswith("# WRONG"):
             pass  # planted wrong answers: read by planted_answers() for the tests, never exported
         else:
-            raise RuntimeError(f"solutions/{name}.md: a cell of a hidden block is neither # PROBES, # CHECKS "
-                               "nor # WRONG")
+            raise RuntimeError(
+                f"solutions/{name}.md: a cell of a hidden block is neither # PROBES, # CHECKS nor # WRONG"
+            )
     if inside:
         raise RuntimeError(f"solutions/{name}.md: # BEGIN HIDDEN without # END HIDDEN")
-    questions = re.findall(r"^# BEGIN QUESTION\s*\nname:\s*(\w+)", "\n".join(
-        c.source for c in kept if c.cell_type == "raw"), flags=re.M)
+    questions = re.findall(
+        r"^# BEGIN QUESTION\s*\nname:\s*(\w+)", "\n".join(c.source for c in kept if c.cell_type == "raw"), flags=re.M
+    )
     nb.cells = kept
     hints = {q: h for q, h in hints.items() if any(h)}
-    return (nb, "\n\n".join([PROBES_PRELUDE, *probes]), "\n\n".join([CHECKS_PRELUDE, *checks]), questions,
-            hints)
+    return (nb, "\n\n".join([PROBES_PRELUDE, *probes]), "\n\n".join([CHECKS_PRELUDE, *checks]), questions, hints)
 
 
 class Planted(str):
@@ -200,8 +211,11 @@ class Planted(str):
 def solution_code(name, question):
     """The solution cell of a question of a master, without its markers."""
     cells = jupytext.read(SOLUTIONS / f"{name}.md").cells
-    start = next(i for i, c in enumerate(cells) if c.cell_type == "raw"
-                 and re.match(rf"# BEGIN QUESTION\s*\nname:\s*{question}\b", c.source))
+    start = next(
+        i
+        for i, c in enumerate(cells)
+        if c.cell_type == "raw" and re.match(rf"# BEGIN QUESTION\s*\nname:\s*{question}\b", c.source)
+    )
     code = next(c for c in cells[start:] if c.cell_type == "code").source
     return "\n".join(ln for ln in code.splitlines() if not re.match(r"\s*# (BEGIN|END) SOLUTION", ln))
 
@@ -256,11 +270,16 @@ def assign(name, workdir, run_tests=True, in_process=False):
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 otter_assign(str(master.resolve()), str(dist.resolve()), no_run_tests=not run_tests)
         except Exception as err:
-            raise RuntimeError(f"otter assign failed for solutions/{name}.md: {type(err).__name__}: {err}")
+            raise RuntimeError(f"otter assign failed for solutions/{name}.md: {type(err).__name__}: {err}") from err
     else:
         options = [] if run_tests else ["--no-run-tests"]
-        run = subprocess.run([*OTTER, "assign", *options, master.name, dist.name], cwd=workdir,
-                             capture_output=True, text=True, timeout=900)
+        run = subprocess.run(
+            [*OTTER, "assign", *options, master.name, dist.name],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if run.returncode != 0:
             log = [ln for ln in (run.stdout + run.stderr).splitlines() if "IPKernelApp" not in ln]
             raise RuntimeError(f"otter assign failed for solutions/{name}.md:\n" + "\n".join(log[-25:]))
@@ -334,9 +353,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="exercises to rebuild (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="exercises built at the same time")
-    parser.add_argument("--into", metavar="FOLDER", help="write exercises/ and autograder/ under FOLDER instead of "
-                        "the repository, one exercise after the other in this process, without otter's run of the "
-                        "public tests (the test suite's check that the committed files are up to date)")
+    parser.add_argument(
+        "--into",
+        metavar="FOLDER",
+        help="write exercises/ and autograder/ under FOLDER instead of "
+        "the repository, one exercise after the other in this process, without otter's run of the "
+        "public tests (the test suite's check that the committed files are up to date)",
+    )
     args = parser.parse_args(argv)
     names = args.names or exercise_names()
     unknown = [n for n in names if not (SOLUTIONS / f"{n}.md").exists()]
@@ -346,8 +369,14 @@ def main(argv=None):
         into = Path(args.into)
         for name in names:
             try:
-                build(name, into / "work" / name, into / "exercises", into / "autograder", run_tests=False,
-                      in_process=True)
+                build(
+                    name,
+                    into / "work" / name,
+                    into / "exercises",
+                    into / "autograder",
+                    run_tests=False,
+                    in_process=True,
+                )
             except RuntimeError as err:
                 sys.exit(str(err))
         return

@@ -6,6 +6,7 @@ the code cells, in the chapter's order, with their text outputs (image data is
 stripped: nbval does not compare images, and it keeps the repository small). The
 prose lives in the chapter alone, so editing a sentence never leaves a stale copy.
 """
+
 from __future__ import annotations
 
 import sys

@@ -13,10 +13,10 @@ ipykernel), it
 It prints a report and writes it to _build/newer-stack.txt. pip's own configuration is ignored
 (PIP_CONFIG_FILE=/dev/null), so a local wheel cache or cap does not stand in for PyPI.
 """
+
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -57,8 +57,10 @@ def prepare(venv: Path, python: str, env: dict) -> Path:
 
 
 def versions(py: Path) -> str:
-    code = ("import sys, torch, numpy, matplotlib; print(sys.version.split()[0], torch.__version__, "
-            "numpy.__version__, matplotlib.__version__)")
+    code = (
+        "import sys, torch, numpy, matplotlib; print(sys.version.split()[0], torch.__version__, "
+        "numpy.__version__, matplotlib.__version__)"
+    )
     return subprocess.run([py, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
@@ -79,8 +81,12 @@ except Exception as e:
         with tempfile.TemporaryDirectory() as folder:
             copy = Path(folder) / nb.name
             shutil.copy(nb, copy)
-            out = subprocess.run([py, "-c", code, str(copy), folder], capture_output=True, text=True,
-                                 env={**env, "COURSE_SOURCE": str(ROOT)}).stdout.strip()
+            out = subprocess.run(
+                [py, "-c", code, str(copy), folder],
+                capture_output=True,
+                text=True,
+                env={**env, "COURSE_SOURCE": str(ROOT)},
+            ).stdout.strip()
         line = f"colab {nb.relative_to(ROOT)}: {out.splitlines()[-1] if out else 'no output'}"
         print(line, flush=True)
         if not out.endswith("ok"):
@@ -90,15 +96,32 @@ except Exception as e:
 
 def run_goldens(py: Path, env: dict) -> list[str]:
     """nbval on every golden, in a one-thread kernel: each cell that prints otherwise, and how."""
-    cmd = [py, "-m", "pytest", "-q", "--noconftest", "-p", "no:cacheprovider", "-o", "addopts=",
-           "--nbval", "--nbval-sanitize-with", str(ROOT / "tests" / "sanitize.cfg"),
-           "--nbval-cell-timeout=900", "--nbval-kernel-name", "python3", *sorted(map(str, (ROOT / "tests" / "golden").glob("*.ipynb")))]
+    cmd = [
+        py,
+        "-m",
+        "pytest",
+        "-q",
+        "--noconftest",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        "--nbval",
+        "--nbval-sanitize-with",
+        str(ROOT / "tests" / "sanitize.cfg"),
+        "--nbval-cell-timeout=900",
+        "--nbval-kernel-name",
+        "python3",
+        *sorted(map(str, (ROOT / "tests" / "golden").glob("*.ipynb"))),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, env={**env, **ONE_THREAD}, cwd=ROOT / "chapters")
     differing = []
     for block in re.split(r"\n_{5,} ", done.stdout):
         m = re.match(r"(\S+\.ipynb::Cell \d+)", block)
         if m:
-            first = next((l for l in block.splitlines() if l.startswith(("-", "+")) and not l.startswith(("---", "+++"))), "")
+            first = next(
+                (l for l in block.splitlines() if l.startswith(("-", "+")) and not l.startswith(("---", "+++"))), ""
+            )
             differing.append(f"golden {m.group(1)}: {first[:200]}")
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
     print("goldens:", summary)
@@ -108,13 +131,17 @@ def run_goldens(py: Path, env: dict) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--python", default="3.12", help="the newer Python (default 3.12)")
-    parser.add_argument("--venv", type=Path, help="the environment to make or reuse "
-                        "(default ~/.cache/transformer-course-newer/pyX.Y)")
+    parser.add_argument(
+        "--venv", type=Path, help="the environment to make or reuse (default ~/.cache/transformer-course-newer/pyX.Y)"
+    )
     args = parser.parse_args()
     venv = args.venv or Path.home() / ".cache" / "transformer-course-newer" / f"py{args.python}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV", "BOOK_"))}
-    env |= {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            "BOOK_CACHE": tempfile.mkdtemp(prefix="newer-stack-cache-")}
+    env |= {
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "BOOK_CACHE": tempfile.mkdtemp(prefix="newer-stack-cache-"),
+    }
     py = prepare(venv, find_python(args.python), env)
     stack = versions(py)
     print("stack (python torch numpy matplotlib):", stack, flush=True)

@@ -1,5 +1,6 @@
 """Helpers shared by the golden-notebook script, the prose check and the tests: where chapters and goldens live,
 how to read them, and the one grammar of numbers as they are written in prose, in outputs and in code."""
+
 from __future__ import annotations
 
 import ast

@@ -12,6 +12,7 @@ than the sheet (the website scrolls it sideways) wraps instead of being cut off 
 stylesheet, _static/print.css, which a reader's own Print of a page uses too). The pages are joined with poppler's
 `pdfunite` (Debian's poppler-utils). A missing chromium or pdfunite is one line naming the package.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,11 +83,16 @@ def print_pages(html_dir, folder):
             page.evaluate(f"() => {{ {OPEN_ANSWERS} }}")
             page.emulate_media(media="print")
             path = Path(folder) / f"{i:03d}.pdf"
-            page.pdf(path=str(path), format="A4", print_background=False,
-                     margin={"top": "15mm", "bottom": "15mm", "left": "15mm", "right": "15mm"},
-                     display_header_footer=True, header_template="<span></span>",
-                     footer_template='<div style="font-size:8px;width:100%;text-align:center">'
-                                     '<span class="title"></span> - <span class="pageNumber"></span></div>')
+            page.pdf(
+                path=str(path),
+                format="A4",
+                print_background=False,
+                margin={"top": "15mm", "bottom": "15mm", "left": "15mm", "right": "15mm"},
+                display_header_footer=True,
+                header_template="<span></span>",
+                footer_template='<div style="font-size:8px;width:100%;text-align:center">'
+                '<span class="title"></span> - <span class="pageNumber"></span></div>',
+            )
             files.append(path)
             page.close()
         browser.close()

@@ -5,6 +5,7 @@ definition. A number is exempt from the prose check only inside that phrase, so 
 ("add up to 2") is checked like any other number. `tests/test_prose.py` prints this list, and fails on a
 phrase the chapter no longer contains.
 """
+
 DEFINING = {
     "01_next_token_prediction": [
         ("to 1. Write", "chances add up to 1: what a distribution is"),

@@ -11,6 +11,7 @@ are ignored), and their sources must agree, or the golden is stale.
 The rule is `RULE` below: `describe_rule()` prints it, with the defining constants, in every failure message.
 The mutation self-test that measures how much of a changed figure it catches is tests/test_prose_mutations.py.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -37,12 +38,33 @@ FIGURE_REPR = re.compile(r"^<(Figure|matplotlib\.|Axes)[^>]*>$")
 
 # MyST's block syntax on CommonMark: front matter, (targets)= and +++ breaks and % comments, ::: directives,
 # $$ math, footnotes, {role}`...`, tables
-MYST = (MarkdownIt("commonmark").use(front_matter_plugin).use(myst_block_plugin).use(colon_fence_plugin)
-        .use(dollarmath_plugin).use(footnote_plugin).use(myst_role_plugin).enable("table"))
+MYST = (
+    MarkdownIt("commonmark")
+    .use(front_matter_plugin)
+    .use(myst_block_plugin)
+    .use(colon_fence_plugin)
+    .use(dollarmath_plugin)
+    .use(footnote_plugin)
+    .use(myst_role_plugin)
+    .enable("table")
+)
 DIRECTIVE = re.compile(r"\{([\w:-]+)\}\s*(.*)")  # the info of a directive's fence: {name} argument
 OPTION = re.compile(r"\s*:[\w-]+:")  # a directive's `:key: value` option line
-LITERAL_DIRECTIVES = {"code-block", "code", "sourcecode", "literalinclude", "raw", "raw-cell", "eval-rst",
-                      "eval-md", "toctree", "tableofcontents", "bibliography", "nb-exec-table", "mermaid"}
+LITERAL_DIRECTIVES = {
+    "code-block",
+    "code",
+    "sourcecode",
+    "literalinclude",
+    "raw",
+    "raw-cell",
+    "eval-rst",
+    "eval-md",
+    "toctree",
+    "tableofcontents",
+    "bibliography",
+    "nb-exec-table",
+    "mermaid",
+}
 CAPTION_KEY = re.compile(r"(\s*)(caption|alt):(.*)")  # a caption or alt text in a code cell's YAML header
 
 
@@ -183,13 +205,20 @@ class Problem:
             nums = sorted(cell.printed, key=lambda v: float(v))
             close = sorted(nums, key=lambda v: abs(float(v) - float(self.stated)))[:8]
             prints = ", ".join(sorted(close, key=float)) if close else "nothing"
-            shown.append(f"      code cell {cell.index} (line {cell.line}) prints {prints}"
-                         + (f"; literals {', '.join(sorted(cell.literals, key=lambda v: (float(v), v))[:8])}"
-                            if cell.literals else ""))
+            shown.append(
+                f"      code cell {cell.index} (line {cell.line}) prints {prints}"
+                + (
+                    f"; literals {', '.join(sorted(cell.literals, key=lambda v: (float(v), v))[:8])}"
+                    if cell.literals
+                    else ""
+                )
+            )
         more = f"\n      ... and {len(self.nearby) - 4} more cells" if len(self.nearby) > 4 else ""
-        return (f"chapters/{self.chapter}.md:{self.line}: states {self.stated}, but {self.scope} prints it"
-                f" or has it as an input:\n    | {self.text.strip()[:100]}\n"
-                + ("\n".join(shown) + more if shown else "      (no code cell there)"))
+        return (
+            f"chapters/{self.chapter}.md:{self.line}: states {self.stated}, but {self.scope} prints it"
+            f" or has it as an input:\n    | {self.text.strip()[:100]}\n"
+            + ("\n".join(shown) + more if shown else "      (no code cell there)")
+        )
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -199,6 +228,7 @@ class Problem:
 @dataclass(frozen=True)
 class Block:
     """Lines start..end-1 of the file (0-based) that the check reads as one unit."""
+
     start: int
     end: int
     kind: str  # "heading", "text", "math", "code-cell" or "erratum" (the lines of an Erratum admonition)
@@ -278,8 +308,9 @@ def read(name, text=None, golden=None):
     for block in found:
         add_block(chapter, block, raw, paragraphs, cells)
     nest(chapter.sections)
-    chapter.quoted = {r["source_text"].replace(",", "") for r in SOURCE_FIGURES
-                      if r["chapter"] == name and r["course_text"]}
+    chapter.quoted = {
+        r["source_text"].replace(",", "") for r in SOURCE_FIGURES if r["chapter"] == name and r["course_text"]
+    }
     return chapter
 
 
@@ -295,8 +326,10 @@ def check_fences(name, found, mine):
     """markdown-it sees the code cells Jupytext sees."""
     fences = sum(block.kind == "code-cell" for block in found)
     if fences != len(mine):
-        raise Unreadable(f"{name}: markdown-it finds {fences} code-cell fences where Jupytext reads "
-                         f"{len(mine)} code cells: is a fence unclosed or indented?")
+        raise Unreadable(
+            f"{name}: markdown-it finds {fences} code-cell fences where Jupytext reads "
+            f"{len(mine)} code cells: is a fence unclosed or indented?"
+        )
 
 
 def add_block(chapter, block, raw, paragraphs, cells):
@@ -306,7 +339,7 @@ def add_block(chapter, block, raw, paragraphs, cells):
     elif block.kind in ("text", "math"):
         add_prose(chapter, block, raw, next(paragraphs))
     elif block.kind == "code-cell":
-        add_code_cell(chapter, block.start, raw[block.start:block.end], *next(cells), paragraphs)
+        add_code_cell(chapter, block.start, raw[block.start : block.end], *next(cells), paragraphs)
     else:
         chapter.erratum_lines |= set(range(block.start + 1, block.end + 1))
 
@@ -332,8 +365,9 @@ def add_prose(chapter, block, raw, paragraph):
     """The non-blank lines of a paragraph (list item, footnote, table, directive title) or of display math."""
     for i in range(block.start, block.end):
         if raw[i].strip():
-            chapter.lines.append(Line(i + 1, raw[i], len(chapter.sections) - 1, paragraph, "text",
-                                      block.kind == "math"))
+            chapter.lines.append(
+                Line(i + 1, raw[i], len(chapter.sections) - 1, paragraph, "text", block.kind == "math")
+            )
 
 
 def add_code_cell(chapter, start, fence, cell, gold, paragraphs):
@@ -391,10 +425,22 @@ def cell_of(index, line, section, cell, gold):
                 unitlist.setdefault(value, []).append(unit)
     where = {}  # literals of folded plot cells count too: alt texts describe their axes
     literals = code_literals(cell.source, where)
-    literal_labels = {v: [frozenset(w for w in label_words(re.sub(r"[_\W\d]+", " ", src)) if len(w) > 2)
-                          for src in srcs] for v, srcs in where.items()}  # a name of two letters (ks, np) labels nothing
-    return Cell(index, line, section, printed, literals, labels, unitlist, literal_labels,
-                "nbval-ignore-output" in cell.metadata.get("tags", []), rows)
+    literal_labels = {
+        v: [frozenset(w for w in label_words(re.sub(r"[_\W\d]+", " ", src)) if len(w) > 2) for src in srcs]
+        for v, srcs in where.items()
+    }  # a name of two letters (ks, np) labels nothing
+    return Cell(
+        index,
+        line,
+        section,
+        printed,
+        literals,
+        labels,
+        unitlist,
+        literal_labels,
+        "nbval-ignore-output" in cell.metadata.get("tags", []),
+        rows,
+    )
 
 
 def labelled(segment):
@@ -406,7 +452,7 @@ def labelled(segment):
 def nest(sections):
     """Each section's `within` (itself and its subsections) and `parents` (the sections it lies in)."""
     for s in sections:
-        after = sections[s.index + 1:]
+        after = sections[s.index + 1 :]
         stop = next((t.index for t in after if t.level <= s.level), len(sections))
         s.within = tuple(range(s.index, stop)) if s.level else (0,)
     for s in sections:
@@ -445,24 +491,31 @@ def stated_numbers(chapter, line):
     constants, formulas = constant_spans(chapter, line.text), formula_spans(line)
     checked, exempt = [], []
     for value, offset, span in numbers_in(clean):
-        why = (written_exemption(clean, value, span) or erratum_quote(chapter, line, value)
-               or (inside(span, constants) and "defining constant")
-               or (value in ("0", "1", "2") and inside(span, formulas) and "part of a formula") or None)
+        why = (
+            written_exemption(clean, value, span)
+            or erratum_quote(chapter, line, value)
+            or (inside(span, constants) and "defining constant")
+            or (value in ("0", "1", "2") and inside(span, formulas) and "part of a formula")
+            or None
+        )
         (exempt if why else checked).append((value, offset, why))
     return checked, exempt
 
 
 def written_exemption(clean, value, span):
     """A cross-reference ("chapter 3") or the year of a citation ("(Vaswani et al., 2017)"), or None."""
-    before = clean[:span[0]]
+    before = clean[: span[0]]
     if CROSS_REFERENCE.search(before):
         return "cross-reference"
-    if not before.strip() and re.match(r"[.)] ", clean[span[1]:span[1] + 2]):
+    if not before.strip() and re.match(r"[.)] ", clean[span[1] : span[1] + 2]):
         return "list marker"  # "1. **The trained length.**": the number of an item of an ordered list
     if re.search(r"[A-Za-z]-$", before):
         return "part of a name"  # GPT-2, Llama-2: a hyphen joins it to a word
-    if re.fullmatch(r"(19|20)\d\d", value) and clean[span[1]:span[1] + 1] == ")" and (
-            CITATION_YEAR.search(before) or before.endswith("(")):
+    if (
+        re.fullmatch(r"(19|20)\d\d", value)
+        and clean[span[1] : span[1] + 1] == ")"
+        and (CITATION_YEAR.search(before) or before.endswith("("))
+    ):
         return "year of a publication"
     return None
 
@@ -496,16 +549,20 @@ def local_cells(chapter, section_id, paragraph_lines, strict=True):
 SEGMENT = re.compile(r";|\||,\s")
 SENTENCE_END = re.compile(r"[.!?;](?=\s)")
 WORD = re.compile(r"[a-z\u00b5][a-z\u00b5'\-]*")
-STOP = set("""the and for with from that this these those are its was were per one each all not but into than
+STOP = set(
+    """the and for with from that this these those are its was were per one each all not but into than
 then has have had who which what when where while there their them they our you your can could would will
 about over under after before only also more most less least same other just out off now how why very much
 many any some such both either nor yet own here been being does did done get gets got let lets may might
-shall should must use used uses using of to in on at is it as an by or be we if no so up do he she me my us""".split())
+shall should must use used uses using of to in on at is it as an by or be we if no so up do he she me my us""".split()
+)
 # words of plotting and array code, which label no number of a cell's source: ax.set_xticks(range(1, 25))
-CODE_WORDS = frozenset("""ax axe fig figsize plt subplot np arange array range enumerate set str int float xtick ytick
+CODE_WORDS = frozenset(
+    """ax axe fig figsize plt subplot np arange array range enumerate set str int float xtick ytick
 xlabel ylabel xlim ylim xytext xy axvline axhline linewidth linestyle color colour marker label annotate text
 zip len round print torch tensor append bar barh plot ha va fontsize alpha legend grid pad padd width height
-ink dtype geomspace logspace linspace float16 float32 float64 bfloat16 int64 bool unique astype""".split())
+ink dtype geomspace logspace linspace float16 float32 float64 bfloat16 int64 bool unique astype""".split()
+)
 UNITS = set("nat token time gib mib kib tib byte us ms".split())
 
 
@@ -523,8 +580,10 @@ def unit_after(text, end):
     return w if w in UNITS_LIST else ""
 
 
-UNITS_LIST = set("""nat token time gib mib kib tib gb tb mb kb byte us ms % operation request conversation parameter
-position step trial word million billion flop vector pair head layer episode passe pass""".split())
+UNITS_LIST = set(
+    """nat token time gib mib kib tib gb tb mb kb byte us ms % operation request conversation parameter
+position step trial word million billion flop vector pair head layer episode passe pass""".split()
+)
 
 
 LIST = re.compile(r"[\[(]\s*-?\d[\d.e+-]*(?:[\s,]+-?\d[\d.e+-]*)+\s*[\])]")  # a printed list or array of numbers
@@ -536,9 +595,11 @@ def slips(value):
     sign, digits = ("-", value[1:]) if value.startswith("-") else ("", value)
     whole, _, frac = digits.partition(".")
     n, places = int(whole + frac), len(frac)
+
     def write(k, p):
         text = str(k).rjust(p + 1, "0")
         return sign + (text[:-p] + "." + text[-p:] if p else text)
+
     out = {write(n + 1, places), write(n * 10, places)}
     if n > 0:  # a last digit one down (0 has none that is written the same way)
         out.add(write(n - 1, places))
@@ -565,8 +626,9 @@ def stem(word):
 def shares(label, words):
     """A label shares a word with the sentence: the same stem, or one a prefix of the other of three letters or
     more ('ref' and 'reference', 'cach' and 'cached')."""
-    return any(a == b or (min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a)))
-               for a in label for b in words)
+    return any(
+        a == b or (min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a))) for a in label for b in words
+    )
 
 
 def label_words(text):
@@ -674,24 +736,35 @@ def untied(chapter, stated, pool, scope, strict=True):
 
 def apart(value, figures):
     """Rule 6's reason: the small integer is printed, but on no output line with a figure of its sentence."""
-    return (f"(rule 6) its sentence states {', '.join(sorted(figures, key=float))}, printed nearby, and no output line"
-            f" prints {value} beside one of them: say which row it belongs to, as the output does, and no code cell of"
-            f" the section")
+    return (
+        f"(rule 6) its sentence states {', '.join(sorted(figures, key=float))}, printed nearby, and no output line"
+        f" prints {value} beside one of them: say which row it belongs to, as the output does, and no code cell of"
+        f" the section"
+    )
 
 
 def unlabelled(value, words, printed_here, strict=True):
     """Rule 5's reason: the value is printed, but no segment printing it has its label."""
     label = ", ".join(sorted(words[0])[:8]) or "none"
-    near = "" if strict else (f" a value one slip away ({', '.join(sorted(slips(value) & printed_here))}) is "
-                              f"printed nearby too, so the value alone does not tie it, and")
-    return (f"(rule 5){near} no output segment that prints it labels it "
-            f"with a word of its sentence ({label}){' and its unit ' + words[1] if words[1] else ''}:"
-            f" print it with its label, e.g. print(f\"<label>: {{x}}\"), and no code cell of"
-            f" the section")
+    near = (
+        ""
+        if strict
+        else (
+            f" a value one slip away ({', '.join(sorted(slips(value) & printed_here))}) is "
+            f"printed nearby too, so the value alone does not tie it, and"
+        )
+    )
+    return (
+        f"(rule 5){near} no output segment that prints it labels it "
+        f"with a word of its sentence ({label}){' and its unit ' + words[1] if words[1] else ''}:"
+        f' print it with its label, e.g. print(f"<label>: {{x}}"), and no code cell of'
+        f" the section"
+    )
 
 
 def describe_rule():
     """The rule, as the test prints it, with the defining constants of every chapter."""
-    listed = "\n".join(f"  {name}: " + "; ".join(f'"{p}" ({why})' for p, why in entries)
-                       for name, entries in sorted(DEFINING.items()))
+    listed = "\n".join(
+        f"  {name}: " + "; ".join(f'"{p}" ({why})' for p, why in entries) for name, entries in sorted(DEFINING.items())
+    )
     return f"{RULE.strip()}\n\nDefining constants (tools/prose_constants.py):\n{listed or '  (none)'}"

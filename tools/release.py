@@ -15,6 +15,7 @@ instructor publishes it (privately, for a graded class) and points `_config.yml`
 The script refuses to write into a folder that is not empty, and checks what it wrote: no
 line of a solution and no hidden probe or check may appear in any file of the release.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,7 @@ def statements(source):
     """[(first row, last row, code)] of each logical line of Python source: a statement with its
     continuation lines (a call split over five lines is one statement), without its comments. Source
     that does not tokenize (an IPython magic) falls back to its physical lines."""
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-            tokenize.ENDMARKER}
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
     found, pieces, first, last = [], [], None, None
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -103,8 +103,11 @@ def master_secrets(master, min_length=16):
 
 def public_text():
     """Everything learners are shown in the open (the chapters and the `book/` package), squeezed."""
-    return squeeze("\n".join(p.read_text() for p in [*sorted((ROOT / "chapters").glob("*.md")),
-                                                        *sorted((ROOT / "book").rglob("*.py"))]))
+    return squeeze(
+        "\n".join(
+            p.read_text() for p in [*sorted((ROOT / "chapters").glob("*.md")), *sorted((ROOT / "book").rglob("*.py"))]
+        )
+    )
 
 
 def secret_lines(min_length=16):
@@ -127,6 +130,7 @@ def file_text(path):
     except (UnicodeDecodeError, OSError):
         return None
     if Path(path).suffix == ".ipynb":
+
         def strings(node):
             if isinstance(node, str):
                 yield node
@@ -136,6 +140,7 @@ def file_text(path):
             elif isinstance(node, dict):
                 for item in node.values():
                     yield from strings(item)
+
         try:
             text = "\n".join(strings(json.loads(text)))
         except json.JSONDecodeError:
@@ -178,8 +183,10 @@ def main(argv=None):
     parser.add_argument("out", help="folder to write the release into (new or empty, outside the repository)")
     args = parser.parse_args(argv)
     files = write_release(args.out)
-    print(f"wrote the student release to {args.out}: {len(files)} files, without "
-          f"{', '.join(p.rstrip('/') for p in INSTRUCTOR_ONLY)}")
+    print(
+        f"wrote the student release to {args.out}: {len(files)} files, without "
+        f"{', '.join(p.rstrip('/') for p in INSTRUCTOR_ONLY)}"
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ grader (book/exercise.py, what the student notebook's first cell loads) on the s
 planted answer defined over the solution. It writes `{name: {question: [outcome, ...]}}` to OUT.json,
 the solution's outcome first; an outcome is `{"passed": bool, "text": what the learner sees}`.
 """
+
 import json
 import sys
 from pathlib import Path

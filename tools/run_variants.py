@@ -10,6 +10,7 @@ grader's own runner and writes what it prints to OUT. A child that takes longer 
 time limit is killed (its OUT then lacks the final "done" line). The sandbox itself is
 tested by tests/test_grading_attacks.py.
 """
+
 import json
 import os
 import signal

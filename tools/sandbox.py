@@ -30,6 +30,7 @@ The sandbox (Debian's `bubblewrap`, `bwrap`):
 
 The command's stdout and stderr go to files (never pipes that a stray process could hold open).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -142,8 +143,9 @@ def host_user():
     except KeyError:
         owner = None
     if uid == 0 or owner is not None:
-        raise SandboxUnavailable(f"the sandbox's host uid {uid} belongs to {owner or 'root'}: set GRADE_SANDBOX_UID "
-                                 "to a uid no account uses")
+        raise SandboxUnavailable(
+            f"the sandbox's host uid {uid} belongs to {owner or 'root'}: set GRADE_SANDBOX_UID to a uid no account uses"
+        )
     return uid, uid
 
 
@@ -151,8 +153,10 @@ def host_user():
 # namespace, counts only the tasks of that namespace (the kernel's per-namespace counts, Linux 5.14 and later),
 # so a fork bomb is stopped at max_processes without root and without touching the instructor's own budget
 # (set before bwrap, the same limit would count every process of the instructor's uid).
-LAUNCH = ("import os, resource, sys; n = int(sys.argv[1]); "
-          "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execv(sys.argv[2], sys.argv[2:])")
+LAUNCH = (
+    "import os, resource, sys; n = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
+)
 
 
 def command(argv, grading_dir, extra_env=None, seccomp_fd=None, staged=None, max_processes=MAX_PROCESSES):
@@ -163,13 +167,42 @@ def command(argv, grading_dir, extra_env=None, seccomp_fd=None, staged=None, max
     if not bwrap:
         raise SandboxUnavailable(INSTALL_HINT)
     staged = staged or {}
-    args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-            "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
-            *_system_binds()]
+    args = [
+        bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--hostname",
+        "sandbox",
+        *_system_binds(),
+    ]
     # the private /tmp first, then the environment on top of it: a checkout (and its .venv) may itself live
     # under /tmp, as a CI's fresh clone often does, and must stay visible inside the sandbox
-    args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
-             "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    args += [
+        "--proc",
+        "/proc",
+        "--ro-bind",
+        "/proc/sys",
+        "/proc/sys",
+        "--dev",
+        "/dev",
+        "--size",
+        str(SHM_BYTES),
+        "--tmpfs",
+        "/dev/shm",
+        "--size",
+        str(TMP_BYTES),
+        "--tmpfs",
+        "/tmp",
+    ]
     for path in [*environment_paths(), Path(grading_dir)]:
         dest = "/grading" if path == Path(grading_dir) else str(path)
         args += ["--ro-bind", str(staged.get(str(path), path)), dest]
@@ -177,10 +210,20 @@ def command(argv, grading_dir, extra_env=None, seccomp_fd=None, staged=None, max
     if target and target != ROOT / "book":  # the venv's editable install points at another checkout: this
         args += ["--ro-bind", str(staged.get(str(ROOT / "book"), ROOT / "book")), str(target)]  # one's book there
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
-    env = {"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin", "TMPDIR": "/tmp",
-           "MPLCONFIGDIR": "/tmp/matplotlib", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0",
-           "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "OPENBLAS_NUM_THREADS": "1", "LANG": "C.UTF-8", **(extra_env or {})}
+    env = {
+        "HOME": "/tmp",
+        "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
+        "TMPDIR": "/tmp",
+        "MPLCONFIGDIR": "/tmp/matplotlib",
+        "MPLBACKEND": "Agg",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "LANG": "C.UTF-8",
+        **(extra_env or {}),
+    }
     for key, value in env.items():
         args += ["--setenv", key, value]
     if seccomp_fd is not None:
@@ -213,8 +256,10 @@ class _Cgroup:
                 self.cpu = _write(d / "cpu.max", f"{quota} {self.PERIOD_US}", required=False)
                 _write(d / "cpu.weight", CPU_WEIGHT_V2, required=False)
             else:  # cgroup v1: one hierarchy per controller
-                for controller, files in (("memory", {"memory.limit_in_bytes": memory_bytes}),
-                                          ("pids", {"pids.max": max_processes})):
+                for controller, files in (
+                    ("memory", {"memory.limit_in_bytes": memory_bytes}),
+                    ("pids", {"pids.max": max_processes}),
+                ):
                     d = Path("/sys/fs/cgroup") / controller / _own_cgroup(controller) / name
                     d.mkdir()
                     self.dirs.append(d)
@@ -224,8 +269,9 @@ class _Cgroup:
                     d = Path("/sys/fs/cgroup") / "cpu" / _own_cgroup("cpu") / name
                     d.mkdir()
                     self.dirs.append(d)
-                    self.cpu = (_write(d / "cpu.cfs_period_us", self.PERIOD_US, required=False)
-                                and _write(d / "cpu.cfs_quota_us", quota, required=False))
+                    self.cpu = _write(d / "cpu.cfs_period_us", self.PERIOD_US, required=False) and _write(
+                        d / "cpu.cfs_quota_us", quota, required=False
+                    )
                     _write(d / "cpu.shares", CPU_WEIGHT_V1, required=False)
                 except OSError:
                     pass
@@ -329,6 +375,7 @@ def _stage(staged):
     """In the forked child, still root: a private mount namespace in which each host path the sandbox needs is
     also bound at its staging folder (0755, under /tmp), so that bwrap, once running as the sandbox's uid, can
     reach a Python or a checkout that lies under a folder only root may enter (pyenv in /root, say)."""
+
     def check(result, what):
         if result != 0:
             os.write(2, f"grader: cannot {what}: {os.strerror(ctypes.get_errno())}\n".encode())
@@ -363,8 +410,7 @@ def _seccomp_pipe():
     return read
 
 
-def run(argv, grading_dir, output_dir, timeout, memory_bytes=MEMORY_BYTES, max_processes=MAX_PROCESSES,
-        extra_env=None):
+def run(argv, grading_dir, output_dir, timeout, memory_bytes=MEMORY_BYTES, max_processes=MAX_PROCESSES, extra_env=None):
     """Run `argv` in a sandbox for at most `timeout` seconds; stdout and stderr go to files in `output_dir`
     (a host folder the sandbox cannot see). Returns an Outcome; never leaves a process behind."""
     output_dir = Path(output_dir)
@@ -382,8 +428,9 @@ def run(argv, grading_dir, output_dir, timeout, memory_bytes=MEMORY_BYTES, max_p
             for i, path in enumerate([*environment_paths(), Path(grading_dir)]):
                 (staging / str(i)).mkdir(mode=0o755)
                 staged[str(path)] = str(staging / str(i))
-        cmd = command(argv, grading_dir, extra_env, seccomp_fd=seccomp_fd, staged=staged,
-                      max_processes=process_cap(max_processes))
+        cmd = command(
+            argv, grading_dir, extra_env, seccomp_fd=seccomp_fd, staged=staged, max_processes=process_cap(max_processes)
+        )
         cgroup = _Cgroup(memory_bytes, max_processes)
         procs_files = cgroup.procs_files
 
@@ -406,8 +453,17 @@ def run(argv, grading_dir, output_dir, timeout, memory_bytes=MEMORY_BYTES, max_p
         started = time.monotonic()
         try:
             with open(stdout, "wb") as out, open(stderr, "wb") as err:
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=in_child,
-                                        start_new_session=True, close_fds=True, pass_fds=fds, env=BWRAP_ENV)
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    preexec_fn=in_child,
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=fds,
+                    env=BWRAP_ENV,
+                )
         except BaseException:
             cgroup.close()
             _remove_staging(staging)
@@ -468,12 +524,16 @@ def memory_capped():
         cgroup.close()
 
 
-UNCAPPED = ("nothing here can cap a sandbox's total memory: the grader runs as an ordinary user without a cgroup "
-            "of its own, so a notebook's processes could together take more than "
-            f"{MEMORY_BYTES / 2**30:.0f} GiB of the instructor's memory (the number of processes is capped all "
-            "the same)")
-UNCAPPED_FIX = ("run it as root, or in a delegated cgroup: systemd-run --user --scope -p Delegate=yes make grade "
-                "...; or pass --uncapped-memory to grade anyway (see docs/instructors.md)")
+UNCAPPED = (
+    "nothing here can cap a sandbox's total memory: the grader runs as an ordinary user without a cgroup "
+    "of its own, so a notebook's processes could together take more than "
+    f"{MEMORY_BYTES / 2**30:.0f} GiB of the instructor's memory (the number of processes is capped all "
+    "the same)"
+)
+UNCAPPED_FIX = (
+    "run it as root, or in a delegated cgroup: systemd-run --user --scope -p Delegate=yes make grade "
+    "...; or pass --uncapped-memory to grade anyway (see docs/instructors.md)"
+)
 
 
 def check_available():

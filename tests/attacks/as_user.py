@@ -6,6 +6,7 @@ that an ordinary user could not enter (pyenv's /root, say) is covered by a world
 the paths are bound back, so the grader runs as it would on a machine where that user owns a checkout. Nothing
 of this is seen outside that namespace. Run by an ordinary user, both modes are that user ("root" is skipped).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -51,8 +52,13 @@ def _check(result, what):
 
 
 def _mount(src, dest, flags, fstype=None, data=None):
-    return _LIBC.mount(None if src is None else str(src).encode(), str(dest).encode(),
-                       None if fstype is None else fstype.encode(), flags, None if data is None else data.encode())
+    return _LIBC.mount(
+        None if src is None else str(src).encode(),
+        str(dest).encode(),
+        None if fstype is None else fstype.encode(),
+        flags,
+        None if data is None else data.encode(),
+    )
 
 
 def run_grader(args, mode, env, timeout, python_args=None):
@@ -81,8 +87,9 @@ def run_grader(args, mode, env, timeout, python_args=None):
         os.setresuid(ORDINARY_UID, ORDINARY_UID, ORDINARY_UID)
 
     try:
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
-                              preexec_fn=as_ordinary_user)
+        return subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=timeout, preexec_fn=as_ordinary_user
+        )
     finally:
         for _, staging, _ in plan:
             try:

@@ -18,7 +18,7 @@ text the whole CSV must not hold.
 """
 
 # Junk answers that a cheat hopes to get accepted: plausible types, wrong values.
-JUNK = '''
+JUNK = """
 def gpt2_parameters(n_layers, d_model, vocab, n_positions):
     return 124_439_808
 
@@ -36,34 +36,74 @@ def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):
 
 def longest_context(memory_gib, weights_gib, n_layers, n_kv_heads, d_head, bytes_per_number, n_requests):
     return 1
-'''
+"""
 
 CASES = [
     # ---- honest notebooks: full marks
     dict(name="honest_solved", base="solved", cells=[], expect="full"),
-    dict(name="honest_lost_metadata", base="solved", cells=[], drop_metadata=True, expect="full",
-         warning="lost its otter metadata"),
-    dict(name="honest_raising_cell", base="solved", cells=["1 / 0"], expect="full",
-         warning="ZeroDivisionError"),
+    dict(
+        name="honest_lost_metadata",
+        base="solved",
+        cells=[],
+        drop_metadata=True,
+        expect="full",
+        warning="lost its otter metadata",
+    ),
+    dict(name="honest_raising_cell", base="solved", cells=["1 / 0"], expect="full", warning="ZeroDivisionError"),
     dict(name="honest_utf8_bom", base="solved", cells=[], bom=True, expect="full"),
-    dict(name="honest_magics_and_prints", base="solved",
-         cells=["%matplotlib inline\n!ls /\nfor i in range(200_000):\n    print('working', i)"], expect="full"),
-
+    dict(
+        name="honest_magics_and_prints",
+        base="solved",
+        cells=["%matplotlib inline\n!ls /\nfor i in range(200_000):\n    print('working', i)"],
+        expect="full",
+    ),
     # ---- careless notebooks: a row each, the right reason
     dict(name="careless_blank", base="blank", cells=[], expect="zero"),
-    dict(name="careless_raising", base="solved",
-         cells=["def longest_context(*args):\n    raise ValueError('not done yet')"], expect=5,
-         reason="q6 (longest_context) on a model and a machine: raised ValueError", absent="not done yet"),
-    dict(name="careless_wrong_type", base="solved",
-         cells=["def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return 'sixteen'"],
-         expect=5, reason="q5 (requests_that_fit)"),
-    dict(name="careless_endless_loop", base="solved", at=1, cells=["while True:\n    pass"], expect="zero",
-         status="timeout"),
-    dict(name="careless_c_loop", base="solved", at=1, cells=["sum(range(10**15))  # never releases the GIL"],
-         expect="zero", status="timeout"),
-    dict(name="careless_memory_hog", base="blank", at=1,
-         cells=["import numpy as np\nhog = np.ones((8, 2**27))  # 8 GiB"], expect="zero", warning="MemoryError"),
-    dict(name="careless_fork_bomb", base="blank", at=1, cells=['''
+    dict(
+        name="careless_raising",
+        base="solved",
+        cells=["def longest_context(*args):\n    raise ValueError('not done yet')"],
+        expect=5,
+        reason="q6 (longest_context) on a model and a machine: raised ValueError",
+        absent="not done yet",
+    ),
+    dict(
+        name="careless_wrong_type",
+        base="solved",
+        cells=["def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n    return 'sixteen'"],
+        expect=5,
+        reason="q5 (requests_that_fit)",
+    ),
+    dict(
+        name="careless_endless_loop",
+        base="solved",
+        at=1,
+        cells=["while True:\n    pass"],
+        expect="zero",
+        status="timeout",
+    ),
+    dict(
+        name="careless_c_loop",
+        base="solved",
+        at=1,
+        cells=["sum(range(10**15))  # never releases the GIL"],
+        expect="zero",
+        status="timeout",
+    ),
+    dict(
+        name="careless_memory_hog",
+        base="blank",
+        at=1,
+        cells=["import numpy as np\nhog = np.ones((8, 2**27))  # 8 GiB"],
+        expect="zero",
+        warning="MemoryError",
+    ),
+    dict(
+        name="careless_fork_bomb",
+        base="blank",
+        at=1,
+        cells=[
+            """
 import os, time
 children = 0
 for _ in range(300):
@@ -74,14 +114,33 @@ for _ in range(300):
         children += 1
     except OSError:
         break
-'''], expect="zero"),
-    dict(name="careless_exits", base="solved", cells=["import os\nos._exit(3)"], expect="zero", status="error",
-         reason="exit status 3"),
-    dict(name="careless_not_a_notebook", base=None, raw="this is not a notebook {", expect="zero", status="error",
-         reason="not a readable notebook"),
-
+"""
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="careless_exits",
+        base="solved",
+        cells=["import os\nos._exit(3)"],
+        expect="zero",
+        status="error",
+        reason="exit status 3",
+    ),
+    dict(
+        name="careless_not_a_notebook",
+        base=None,
+        raw="this is not a notebook {",
+        expect="zero",
+        status="error",
+        reason="not a readable notebook",
+    ),
     # ---- forged passes inside the learner's interpreter
-    dict(name="cheat_patch_otter", base="blank", cells=[JUNK, '''
+    dict(
+        name="cheat_patch_otter",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import otter
 otter.Notebook.check = lambda self, *a, **k: True
 try:
@@ -90,19 +149,42 @@ try:
     abstract_test.TestFile.passed_all = property(lambda self: True)
 except Exception:
     pass
-'''], expect="zero"),
-    dict(name="cheat_patch_doctest", base="blank", cells=[JUNK, '''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_patch_doctest",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import doctest
 doctest.DocTestRunner.run = lambda self, *a, **k: doctest.TestResults(0, 1)
 doctest.DocTestRunner.summarize = lambda self, *a, **k: doctest.TestResults(0, 1)
-'''], expect="zero"),
-    dict(name="cheat_patch_pickle_and_json", base="blank", cells=[JUNK, '''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_patch_pickle_and_json",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import json, pickle
 real_dump = pickle.dump
 pickle.dump = lambda obj, f, *a, **k: real_dump({"q1": "passed", "score": 1.0}, f)
 json.dumps = lambda *a, **k: '{"done": true}'
-'''], expect="zero"),
-    dict(name="cheat_always_equal", base="blank", cells=['''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_always_equal",
+        base="blank",
+        cells=[
+            """
 class Anything:
     def __eq__(self, other): return True
     def __ne__(self, other): return False
@@ -119,8 +201,15 @@ def crossover_length(*a): return Anything()
 def kv_cache_gib(*a): return Anything()
 def requests_that_fit(*a): return Anything()
 def longest_context(*a): return Anything()
-'''], expect="zero"),
-    dict(name="cheat_float_subclass", base="blank", cells=['''
+"""
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_float_subclass",
+        base="blank",
+        cells=[
+            """
 import numpy as np
 
 class Float(float):
@@ -134,15 +223,30 @@ def crossover_length(*a): return Float(0)
 def kv_cache_gib(*a): return Float(0)
 def requests_that_fit(*a): return Float(0)
 def longest_context(*a): return Float(0)
-'''], expect="zero"),
-    dict(name="cheat_numpy_allclose", base="blank", cells=[JUNK, '''
+"""
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_numpy_allclose",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import math
 import numpy as np
 np.allclose = np.isclose = np.array_equal = lambda *a, **k: True
 np.testing.assert_allclose = lambda *a, **k: None
 math.isclose = lambda *a, **k: True
-'''], expect="zero"),
-    dict(name="cheat_patch_caller_on_stack", base="blank", cells=['''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_patch_caller_on_stack",
+        base="blank",
+        cells=[
+            '''
 import sys
 
 def _patch_callers():
@@ -164,18 +268,33 @@ def crossover_length(*a): _patch_callers(); return 1.0
 def kv_cache_gib(*a): _patch_callers(); return 1.0
 def requests_that_fit(*a): _patch_callers(); return 1
 def longest_context(*a): _patch_callers(); return 1
-'''], expect="zero"),
-    dict(name="cheat_shadow_builtins", base="blank", cells=[JUNK, '''
+'''
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_shadow_builtins",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import builtins
 isinstance = lambda *a: True
 tuple = list
 builtins.isinstance = lambda *a: True
 builtins.type = lambda *a: float
 builtins.float = lambda *a: 1.0
-'''], expect="zero"),
-
+""",
+        ],
+        expect="zero",
+    ),
     # ---- no isolation: files, the grading channel, other processes
-    dict(name="cheat_forge_results_and_exit", base="blank", cells=[JUNK, '''
+    dict(
+        name="cheat_forge_results_and_exit",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import json, os
 forged = {"q1": 1.0, "q2": 1.0, "q3": 1.0, "q4": 1.0, "q5": 1.0, "q6": 1.0, "score": 6.0, "passed": True}
 for path in ("result.json", "/tmp/result.json", "/grading/result.json", "SUBMISSIONS/result.json"):
@@ -192,8 +311,16 @@ for fd in range(0, 64):
     except OSError:
         pass
 os._exit(0)
-'''], expect="zero"),
-    dict(name="cheat_code_in_results", base="blank", cells=[JUNK, '''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_code_in_results",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import os, pickle
 
 class Payload:
@@ -206,8 +333,16 @@ for fd in range(0, 64):
         os.write(fd, blob + b"\\n" + b'{"probe": 0, "answer": ' + b"[" * 100_000 + b"\\n")
     except OSError:
         pass
-'''], expect="zero"),
-    dict(name="cheat_rewrite_hidden_tests", base="blank", cells=[JUNK, '''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_rewrite_hidden_tests",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import glob, os
 targets = ["/grading/probes.py", "/grading/grade_runner.py", *glob.glob("ROOT/autograder/*"),
            *glob.glob("ROOT/solutions/*"), *glob.glob("ROOT/tools/*.py"), "ROOT/book/__init__.py"]
@@ -222,8 +357,16 @@ for path in ("/grading/probes.py",):
         os.remove(path)
     except OSError:
         pass
-'''], expect="zero"),
-    dict(name="cheat_run_the_solution", base="blank", cells=[JUNK, '''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_run_the_solution",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import glob, json, os, re, zipfile
 found = []
 for pattern in ("ROOT/solutions/*.md", "ROOT/autograder/*.zip", "/grading/*", "/work/*/solutions/*.md"):
@@ -243,8 +386,16 @@ for path in found:
                 pass
     except Exception:
         pass
-'''], expect="zero"),
-    dict(name="cheat_copy_other_submissions", base="blank", cells=[JUNK, '''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_copy_other_submissions",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import glob, json
 for path in sorted(glob.glob("SUBMISSIONS/*.ipynb")):
     try:
@@ -257,8 +408,16 @@ for path in sorted(glob.glob("SUBMISSIONS/*.ipynb")):
                     pass
     except Exception:
         pass
-'''], expect="zero"),
-    dict(name="cheat_overwrite_other_student", base="blank", cells=[JUNK, '''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_overwrite_other_student",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import glob, json
 blank = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 for path in glob.glob("SUBMISSIONS/*.ipynb") + ["SUBMISSIONS/honest_solved.ipynb"]:
@@ -267,8 +426,16 @@ for path in glob.glob("SUBMISSIONS/*.ipynb") + ["SUBMISSIONS/honest_solved.ipynb
             json.dump(blank, f)
     except OSError:
         pass
-'''], expect="zero"),
-    dict(name="cheat_background_rewrites_csv", base="blank", cells=[JUNK, '''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_background_rewrites_csv",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import os, subprocess, sys, time
 script = (
     "import time\\n"
@@ -290,8 +457,16 @@ if os.fork() == 0:
     if os.fork() == 0:
         exec(script)
     os._exit(0)
-'''], expect="zero"),
-    dict(name="cheat_network", base="blank", cells=[JUNK, '''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_network",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import socket
 for host, port in (("1.1.1.1", 53), ("pypi.org", 443), ("127.0.0.1", 8888)):
     try:
@@ -299,10 +474,17 @@ for host, port in (("1.1.1.1", 53), ("pypi.org", 443), ("127.0.0.1", 8888)):
         open("CANARY", "w").write("network reached " + host)
     except OSError:
         pass
-'''], expect="zero"),
-
+""",
+        ],
+        expect="zero",
+    ),
     # ---- root on the host, the grader's environment, the hidden inputs, the limits
-    dict(name="cheat_a_core_pattern", base="blank", cells=[JUNK, '''
+    dict(
+        name="cheat_a_core_pattern",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import os
 with open("/tmp/p.sh", "w") as f:
     f.write("#!/bin/sh\\nid > ESCAPE\\nhostname >> ESCAPE\\n")
@@ -316,8 +498,15 @@ for _ in range(3):
     if os.fork() == 0:
         os.abort()
     os.wait()
-'''], expect="zero"),
-    dict(name="cheat_b_read_environ", base="blank", cells=['''
+""",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_b_read_environ",
+        base="blank",
+        cells=[
+            """
 import glob, os
 OURS = ("PATH=", "HOME=", "TMPDIR=", "MPL", "PYTHON", "OMP_", "MKL_", "OPENBLAS_", "LANG=")
 found = []
@@ -335,14 +524,31 @@ def crossover_length(*a): return {LEAK: 1.0}
 def kv_cache_gib(*a): return [LEAK]
 def requests_that_fit(*a): raise RuntimeError(LEAK)
 def longest_context(*a): return LEAK
-''', "raise RuntimeError(LEAK)"], expect="zero"),
-    dict(name="cheat_b_environ_on_stderr", base="blank", cells=['''
+""",
+            "raise RuntimeError(LEAK)",
+        ],
+        expect="zero",
+    ),
+    dict(
+        name="cheat_b_environ_on_stderr",
+        base="blank",
+        cells=[
+            """
 import os, sys
 leak = open("/proc/1/environ", "rb").read() + b" " + repr(dict(os.environ)).encode()
 os.write(2, leak.replace(b"\\0", b" ") + b"\\n")
 os._exit(3)
-'''], expect="zero", status="error"),
-    dict(name="cheat_c_ptrace_and_spinners", base="blank", at=1, cells=['''
+"""
+        ],
+        expect="zero",
+        status="error",
+    ),
+    dict(
+        name="cheat_c_ptrace_and_spinners",
+        base="blank",
+        at=1,
+        cells=[
+            """
 import ctypes, os, platform, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.ptrace.restype = ctypes.c_long
@@ -380,22 +586,54 @@ for _ in range(100):
         break
 while True:
     pass
-'''], expect="zero", status="timeout"),
-    dict(name="attack_e1_huge_assignment_name", base="solved", cells=[], assignment_name="x" * 20_000_000,
-         expect="full", warning="names another exercise"),
-    dict(name="attack_e2_echo_hidden_inputs", base="solved", cells=['''
+"""
+        ],
+        expect="zero",
+        status="timeout",
+    ),
+    dict(
+        name="attack_e1_huge_assignment_name",
+        base="solved",
+        cells=[],
+        assignment_name="x" * 20_000_000,
+        expect="full",
+        warning="names another exercise",
+    ),
+    dict(
+        name="attack_e2_echo_hidden_inputs",
+        base="solved",
+        cells=[
+            """
 def longest_context(*args):
     raise ValueError("LEAKED-ARGS " + repr(args))
 
 def requests_that_fit(*args):
     return 987654.25
-''', '''raise RuntimeError("LEAKED-PROBES " + open("/grading/probes.py").read()[:5000])'''], expect=4,
-         reason="q6 (longest_context) on a model and a machine: raised ValueError", absent="LEAKED"),
-    dict(name="attack_e2_answer_echoes_inputs", base="solved", cells=['''
+""",
+            """raise RuntimeError("LEAKED-PROBES " + open("/grading/probes.py").read()[:5000])""",
+        ],
+        expect=4,
+        reason="q6 (longest_context) on a model and a machine: raised ValueError",
+        absent="LEAKED",
+    ),
+    dict(
+        name="attack_e2_answer_echoes_inputs",
+        base="solved",
+        cells=[
+            """
 def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):
     return 987_000_000 + int(memory_gib)  # the reason must not show it
-'''], expect=5, reason="q5 (requests_that_fit)", absent="987"),
-    dict(name="attack_g_fill_root_and_shm", base="solved", cells=['''
+"""
+        ],
+        expect=5,
+        reason="q5 (requests_that_fit)",
+        absent="987",
+    ),
+    dict(
+        name="attack_g_fill_root_and_shm",
+        base="solved",
+        cells=[
+            """
 wrote = []
 for path in ("/x", "/dev/x", "/usr/x", "/grading/x", "/proc/sys/kernel/core_pattern"):
     try:
@@ -411,8 +649,17 @@ for i in range(8):  # 8 files of 40 MiB (each under the 64 MiB a file may have) 
     with open(f"/dev/shm/fill{i}", "wb") as f:
         for _ in range(40):
             f.write(b"x" * 2**20)
-'''], expect="full", warning="raised OSError (No space left on device)"),
-    dict(name="cheat_8_overflowing_numbers", base="blank", cells=[JUNK, '''
+"""
+        ],
+        expect="full",
+        warning="raised OSError (No space left on device)",
+    ),
+    dict(
+        name="cheat_8_overflowing_numbers",
+        base="blank",
+        cells=[
+            JUNK,
+            """
 import json, os
 lines = "".join(json.dumps({"probe": i, "question": "q1", "answer": {"float": 10**400}}) + "\\n"
                 for i in range(100)) + '{"done": true}\\n'
@@ -422,26 +669,57 @@ for fd in range(0, 64):
     except OSError:
         pass
 os._exit(0)
-'''], expect="zero", status="graded", reason="cannot read"),
-
+""",
+        ],
+        expect="zero",
+        status="graded",
+        reason="cannot read",
+    ),
     # ---- third round: text the submission chooses must not reach a reason or a warning (a packed leak of
     # the hidden inputs rebuilt them from the feedback files, 14 bits a CJK character)
-    dict(name="attack_h1_type_name_carries_text", base="solved", cells=['''
+    dict(
+        name="attack_h1_type_name_carries_text",
+        base="solved",
+        cells=[
+            """
 Packed = type("LEAKMARKER\u4e00\u4e01", (), {"__module__": "LEAKMARKER-module"})
 
 def requests_that_fit(*args):
     return Packed()
-'''], expect=5, reason="q5 (requests_that_fit)", absent="LEAKMARKER"),
-    dict(name="attack_h1_exception_name_carries_text", base="solved", cells=['''
+"""
+        ],
+        expect=5,
+        reason="q5 (requests_that_fit)",
+        absent="LEAKMARKER",
+    ),
+    dict(
+        name="attack_h1_exception_name_carries_text",
+        base="solved",
+        cells=[
+            """
 LeakError = type("LEAKMARKERError", (ValueError,), {})
 
 def longest_context(*args):
     raise LeakError("x")
-'''], expect=5, reason="raised an exception", absent="LEAKMARKER"),
-    dict(name="attack_h1_cell_raises_a_named_exception", base="solved",
-         cells=['raise type("LEAKMARKERCell", (Exception,), {})("x")'], expect="full",
-         warning="raised an exception", absent="LEAKMARKER"),
-    dict(name="attack_h1_forged_cell_record", base="solved", cells=['''
+"""
+        ],
+        expect=5,
+        reason="raised an exception",
+        absent="LEAKMARKER",
+    ),
+    dict(
+        name="attack_h1_cell_raises_a_named_exception",
+        base="solved",
+        cells=['raise type("LEAKMARKERCell", (Exception,), {})("x")'],
+        expect="full",
+        warning="raised an exception",
+        absent="LEAKMARKER",
+    ),
+    dict(
+        name="attack_h1_forged_cell_record",
+        base="solved",
+        cells=[
+            """
 import json, os
 record = json.dumps({"cell_error": {"cell": "LEAKMARKER", "error": "LEAKMARKERE: x"}}) + "\\n"
 for fd in range(3, 64):
@@ -449,11 +727,31 @@ for fd in range(3, 64):
         os.write(fd, record.encode())
     except OSError:
         pass
-'''], expect="full", absent="LEAKMARKER"),
-    dict(name="attack_h1_metadata_name_carries_text", base="solved", cells=[], assignment_name="LEAKMARKER",
-         expect="full", warning="names another exercise", absent="LEAKMARKER"),
-    dict(name="attack_h1_check_formats_the_answer", base="solved", cells=['''
+"""
+        ],
+        expect="full",
+        absent="LEAKMARKER",
+    ),
+    dict(
+        name="attack_h1_metadata_name_carries_text",
+        base="solved",
+        cells=[],
+        assignment_name="LEAKMARKER",
+        expect="full",
+        warning="names another exercise",
+        absent="LEAKMARKER",
+    ),
+    dict(
+        name="attack_h1_check_formats_the_answer",
+        base="solved",
+        cells=[
+            """
 def longest_context(*args):
     return 918273645  # a check that formats the answer would write it into the reason
-'''], expect=5, reason="q6 (longest_context)", absent="918273645"),
+"""
+        ],
+        expect=5,
+        reason="q6 (longest_context)",
+        absent="918273645",
+    ),
 ]
