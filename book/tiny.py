@@ -295,10 +295,48 @@ def _recipe(cfg: TinyConfig, steps: int, seed: int) -> dict:
     }
 
 
+# What of this file decides a run's weights; editing anything else (generation, a docstring, a comment)
+# keeps every trained model in the cache.
+TRAINING_CODE = (
+    "one_thread",
+    "WordTokenizer",
+    "load_text",
+    "corpus",
+    "batches",
+    "TinyConfig",
+    "Attention",
+    "Block",
+    "TinyGPT",
+    "AdamW",
+    "train",
+    "_recipe",
+)
+
+
+def _training_code(source: str | None = None) -> str:
+    """The code of TRAINING_CODE's definitions in this file, as syntax trees without docstrings."""
+    import ast
+
+    tree = ast.parse(source if source is not None else Path(__file__).read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body:
+            first = body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                node.body = body[1:] or [ast.Pass()]
+    kept = [n for n in tree.body if getattr(n, "name", None) in TRAINING_CODE]
+    return "\n".join(ast.dump(n) for n in kept)
+
+
 def _run_key(cfg: TinyConfig, steps: int, seed: int) -> str:
     """A name for one training run: everything that decides its weights, hashed.
 
-    The recipe, the torch version, this file, and the CPU code paths (PyTorch's, oneDNN's, MKL's, the machine's
+    The recipe, the torch version, the code that trains (not its docstrings or comments, nor generation), and
+    the CPU code paths (PyTorch's, oneDNN's, MKL's, the machine's
     kind): in float64 these change the weights in their last bits only, yet a model is never loaded under a path
     it was not trained on."""
     cpu = [platform.machine(), torch.backends.cpu.get_cpu_capability()]
@@ -307,7 +345,7 @@ def _run_key(cfg: TinyConfig, steps: int, seed: int) -> str:
         **_recipe(cfg, steps, seed),
         "torch": torch.__version__,
         "cpu": cpu,
-        "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+        "code": hashlib.sha256(_training_code().encode()).hexdigest(),
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:24]
 

@@ -263,3 +263,21 @@ def test_shipping_refuses_another_cpu_path():
     run = subprocess.run([sys.executable, "-m", "book.tiny", "ship"], env=env, capture_output=True, text=True)
     assert run.returncode != 0 and "ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_a_docstring_or_generation_edit_keeps_the_trained_models():
+    """The cache key hashes the code that trains, not the file: editing a docstring, a comment or the generation
+    code keeps every trained model; editing the training code trains afresh."""
+    from pathlib import Path
+
+    source = Path(tiny.__file__).read_text()
+    key = tiny._training_code(source)
+    assert "generate" not in tiny.TRAINING_CODE and "train" in tiny.TRAINING_CODE
+    edited = source.replace("def generate(", "# a new comment\ndef generate(", 1)
+    edited = edited.replace('"""Choose greedily', '"""Pick greedily', 1) if '"""Choose greedily' in edited else edited
+    docstring = source.index('"""', source.index("def train(")) + 3  # the first words of train's docstring
+    edited = edited[:docstring] + "Reworded. " + edited[docstring:]
+    assert edited != source and tiny._training_code(edited) == key
+    assert tiny._training_code(source.replace("def generate(", "def generate_text(", 1)) == key
+    changed = source.replace("opt.step()", "opt.step()\n            opt.step()", 1)
+    assert changed != source and tiny._training_code(changed) != key
