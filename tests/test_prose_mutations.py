@@ -8,11 +8,11 @@ decimal, its point dropped. The check is run on the mutated paragraph; a mutant 
 appears that the page did not have. The floors hold on every lesson and lab of `_toc.yml`: a check that let
 more than 0.5% of changed figures, or 10% of changed small integers, through would not be guarding the prose.
 """
+
 from dataclasses import dataclass
 
 import pytest
 
-from test_prose import PENDING_REWRITE  # pages being rewritten elsewhere: not yet held to the floors
 from tools import prose_numbers as P
 from tools.notebooks import NUMBER, chapter_names
 
@@ -100,8 +100,10 @@ class Mutant:
     text: str
 
     def __str__(self):
-        return (f"chapters/{self.chapter}.md:{self.line}: {self.original} -> {self.mutant} ({self.kind}) "
-                f"not caught: {self.text.strip()[:90]}")
+        return (
+            f"chapters/{self.chapter}.md:{self.line}: {self.original} -> {self.mutant} ({self.kind}) "
+            f"not caught: {self.text.strip()[:90]}"
+        )
 
 
 def mutants(chapter, strict=True):
@@ -112,16 +114,17 @@ def mutants(chapter, strict=True):
     for line in chapter.lines:
         checked, exempt = P.stated_numbers(chapter, line)
         for value, offset, _ in checked + [e for e in exempt if e[2] == "defining constant"]:
-            written = line.text[offset:NUMBER.match(line.text, offset).end()]
+            written = line.text[offset : NUMBER.match(line.text, offset).end()]
             for kind, mutate in MUTATIONS.items():
                 new = mutate(written)
                 if new is None or float(new.replace(",", "")) == float(written.replace(",", "")):
                     continue  # ten times zero is zero: no mutant
-                text = line.text[:offset] + new + line.text[offset + len(written):]
+                text = line.text[:offset] + new + line.text[offset + len(written) :]
                 after = P.problems(chapter.mutated(line.number, text), only={line.paragraph}, strict=strict)
                 caught = any((p.line, p.stated) not in before for p in after)
-                results.append(Mutant(chapter.name, line.number, written, new, kind, P.is_figure(value), caught,
-                                      line.text))
+                results.append(
+                    Mutant(chapter.name, line.number, written, new, kind, P.is_figure(value), caught, line.text)
+                )
     return results
 
 
@@ -140,8 +143,11 @@ def table(found):
     kinds = ["all"] + list(MUTATIONS)
     rows = []
     for figure, label in ((True, "figures"), (False, "small integers")):
-        cells = [f"{k} {r[(figure, k)][0]}/{r[(figure, k)][1]} ({r[(figure, k)][0] / r[(figure, k)][1]:.3f})"
-                 for k in kinds if (figure, k) in r]
+        cells = [
+            f"{k} {r[(figure, k)][0]}/{r[(figure, k)][1]} ({r[(figure, k)][0] / r[(figure, k)][1]:.3f})"
+            for k in kinds
+            if (figure, k) in r
+        ]
         rows.append(f"{label}: " + "; ".join(cells))
     return "\n".join(rows)
 
@@ -157,7 +163,7 @@ def test_the_mutations_are_what_they_say():
 
 @pytest.fixture(scope="module")
 def all_mutants():
-    return {name: mutants(P.read(name)) for name in chapter_names() if name not in PENDING_REWRITE}
+    return {name: mutants(P.read(name)) for name in chapter_names()}
 
 
 def test_mutations_are_caught_overall(all_mutants):
@@ -174,16 +180,18 @@ def test_pages_below_the_floors_are_listed_with_what_they_reach(all_mutants):
     for name, (figures, small) in BELOW_FLOOR.items():
         assert name in all_mutants, f"BELOW_FLOOR names {name}, which is no page held to the floors"
         assert figures < FIGURES_MIN or small < SMALL_INTEGERS_MIN, f"{name} meets the floors: drop it"
-        rates = [sum(m.caught for m in mine) / len(mine) for mine in
-                 ([m for m in all_mutants[name] if m.figure == f] for f in (True, False)) if mine]
+        rates = [
+            sum(m.caught for m in mine) / len(mine)
+            for mine in ([m for m in all_mutants[name] if m.figure == f] for f in (True, False))
+            if mine
+        ]
         assert not all(r >= f for r, f in zip(rates, (FIGURES_MIN, SMALL_INTEGERS_MIN))), (
-            f"{name} now reaches the floors ({rates}): remove it from BELOW_FLOOR")
+            f"{name} now reaches the floors ({rates}): remove it from BELOW_FLOOR"
+        )
 
 
 @pytest.mark.parametrize("name", chapter_names())
 def test_mutations_are_caught_on_every_page(name, all_mutants):
-    if name in PENDING_REWRITE:
-        pytest.skip(f"{name} is being rewritten elsewhere (PENDING_REWRITE): floors not yet held")
     found = all_mutants[name]
     missed = "\n".join(str(m) for m in found if not m.caught)
     floors = BELOW_FLOOR.get(name, (FIGURES_MIN, SMALL_INTEGERS_MIN))
@@ -191,5 +199,7 @@ def test_mutations_are_caught_on_every_page(name, all_mutants):
         mine = [m for m in found if m.figure == figure]
         if mine:
             caught = sum(m.caught for m in mine)
-            assert caught / len(mine) >= floor, (f"{name}: only {caught} of {len(mine)} {label} mutations caught "
-                                                 f"(floor {floor}):\n{table(found)}\n{missed}")
+            assert caught / len(mine) >= floor, (
+                f"{name}: only {caught} of {len(mine)} {label} mutations caught "
+                f"(floor {floor}):\n{table(found)}\n{missed}"
+            )

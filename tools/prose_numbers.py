@@ -102,7 +102,7 @@ RULE = """\
    sentence ("position 3 ... 2.94" against the row "3  lifts  2.94"). State a count that no row prints
    beside the figures in a sentence of its own.
 
-Pages still being rewritten (tests/test_prose.py, PENDING_REWRITE) are held to the rule as it stood before
+`problems(..., strict=False)` holds a page to the rule as it stood before
 rules 5 and 6 were tightened: rule 5 only for a figure when the cells in scope also print a value one slip
 away from it (its last digit one up or down, or its decimal point moved one place, and not by a cell tagged
 nbval-ignore-output), and no rule 6; the rest (the sentence before, prefixes, rule 4) holds for them too.
