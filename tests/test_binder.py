@@ -2,6 +2,7 @@
 the learner set is complete and consistent (whether its JupyterLab loads the Jupytext and MyST extensions is checked
 in a real JupyterLab by tests/test_jupyterlab.py),
 and postBuild makes JupyterLab open the chapters (Jupytext Markdown) as notebooks."""
+
 import json
 import os
 import re
@@ -16,7 +17,16 @@ from tools.built_site import ROOT
 
 BINDER = ROOT / "binder"
 LEARNER = {"numpy", "matplotlib", "torch", "jupytext", "otter-grader", "jupyterlab", "jupyterlab-myst", "ipykernel"}
-AUTHOR_ONLY = {"jupyter-book", "pytest", "hypothesis", "nbval", "axe-playwright-python", "playwright", "ruff", "django-static-mathjax"}
+AUTHOR_ONLY = {
+    "jupyter-book",
+    "pytest",
+    "hypothesis",
+    "nbval",
+    "axe-playwright-python",
+    "playwright",
+    "ruff",
+    "django-static-mathjax",
+}
 # extras that a learner package asks for and the learner set leaves out on purpose (it is installed with --no-deps)
 UNUSED_EXTRAS = {("nbconvert", "webpdf"): "otter-grader asks for PDF export through a browser; no exercise exports"}
 
@@ -36,7 +46,11 @@ def test_binder_installs_the_learner_set_itself_with_the_cpu_torch_wheel():
     assert not (BINDER / "requirements.txt").exists(), "binder/ must not keep a second copy of the learner pins"
     post_build = (BINDER / "postBuild").read_text()
     install = " ".join(post_build.replace("\\\n", " ").split("python -m pip install", 1)[1].splitlines()[0].split())
-    for option in ("--no-deps", "--extra-index-url https://download.pytorch.org/whl/cpu", "--requirement requirements.txt"):
+    for option in (
+        "--no-deps",
+        "--extra-index-url https://download.pytorch.org/whl/cpu",
+        "--requirement requirements.txt",
+    ):
         assert option in install, f"postBuild's pip install lacks {option}: {install}"
 
 
@@ -51,8 +65,11 @@ def test_two_sets_learner_and_author():
     assert "-r requirements.txt" in lines, "requirements-dev.txt must include the learner set"
     assert "-r requirements-dev.txt" in (ROOT / "Makefile").read_text(), "make setup installs both sets"
     for path in (ROOT / "requirements.txt", ROOT / "requirements-dev.txt"):
-        loose = [ln for ln in path.read_text().splitlines()
-                 if ln.strip() and not ln.startswith(("#", "-e ", "-r ")) and "==" not in ln]
+        loose = [
+            ln
+            for ln in path.read_text().splitlines()
+            if ln.strip() and not ln.startswith(("#", "-e ", "-r ")) and "==" not in ln
+        ]
         assert not loose, f"{path.name}: lines without an exact pin: {loose}"
 
 
@@ -117,7 +134,7 @@ def test_post_build_installs_the_learner_set_the_jupytext_viewer_and_the_models(
     assert installs, f"postBuild never installs requirements.txt (which holds the package's -e . line): {calls}"
     assert "-e ." in (ROOT / "requirements.txt").read_text().splitlines(), "the learner set installs the package"
     # then, with the package installed, the two tiny models are trained into the image's cache
-    training = calls[installs[0] + 1:]
+    training = calls[installs[0] + 1 :]
     retrain = "tiny.trained_model(causal=False, shipped=False, steps=tiny.RETRAIN_STEPS)"  # chapter 2's lab's
     assert any("tiny.trained_model()" in c and retrain in c for c in training), calls
     assert os.access(BINDER / "postBuild", os.X_OK), "repo2docker runs postBuild only if it is executable"
@@ -137,4 +154,6 @@ def test_the_learner_set_holds_only_what_learners_run():
             wanted = tuple(sorted(e for e in req.extras if (canonicalize_name(req.name), e) not in UNUSED_EXTRAS))
             todo.append((canonicalize_name(req.name), wanted))
     extra = sorted(set(learner) - {name for name, _ in needed})
-    assert not extra, f"requirements.txt pins packages no learner package needs (move them to requirements-dev.txt): {extra}"
+    assert not extra, (
+        f"requirements.txt pins packages no learner package needs (move them to requirements-dev.txt): {extra}"
+    )

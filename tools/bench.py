@@ -8,6 +8,7 @@ chapter, with an empty cache, and leaves the shared _build alone); the warm buil
 folder. Times depend on the machine: each is printed with its budget and as a ratio to it, and the
 machine is named, so that figures from two machines are compared as ratios.
 """
+
 import argparse
 import json
 import os
@@ -24,6 +25,7 @@ from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 from tools import built_site  # the build command of `make book`, written once
+
 CHAPTER_BUDGET_S = 10  # the tiny model is trained once per cache (book.tiny.trained_model), not once per chapter
 COLD_BUILD_BUDGET_S = 60  # a cold `make book` (empty build and model caches) in under a minute after install
 TEST_BUDGET_S = 300  # `make test` after install, on 2 cores
@@ -46,8 +48,10 @@ def alone_with_empty_model_cache(page):
     """Seconds to execute one chapter by itself in a fresh kernel, with no trained model on disk."""
     from jupyter_cache.executors.utils import single_nb_execution
 
-    with tempfile.TemporaryDirectory(prefix="bench-models-") as models, \
-            mock.patch.dict(os.environ, {"BOOK_CACHE": models}):  # the kernel inherits the environment
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-models-") as models,
+        mock.patch.dict(os.environ, {"BOOK_CACHE": models}),
+    ):  # the kernel inherits the environment
         nb = built_site.as_myst_nb_reads(page)
         result = single_nb_execution(nb, cwd=str(built_site.source_of(page).parent), timeout=600, allow_errors=False)
     if result.err is not None:
@@ -60,8 +64,21 @@ def learner_environment_bytes():
     with tempfile.TemporaryDirectory(prefix="bench-learner-") as tmp:
         env = Path(tmp) / "env"
         subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
-        run = subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
-                              "--requirement", "requirements.txt"], cwd=ROOT, capture_output=True, text=True)
+        run = subprocess.run(
+            [
+                str(env / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--requirement",
+                "requirements.txt",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         if run.returncode != 0:
             return None, run.stderr.strip().splitlines()[-1:]
         return folder_bytes(env), []
@@ -154,24 +171,32 @@ def main():
         built_site.build(out, env=cold_env)
         warm = time.perf_counter() - start
         print("build (the command of `make book`)")
-        print(f"  cold, empty cache:  {cold:7.1f} s   budget {COLD_BUILD_BUDGET_S} s  {verdict(cold, COLD_BUILD_BUDGET_S)}")
+        print(
+            f"  cold, empty cache:  {cold:7.1f} s   budget {COLD_BUILD_BUDGET_S} s  {verdict(cold, COLD_BUILD_BUDGET_S)}"
+        )
         print(f"    of which training the two tiny models at once: {report['training_s']:5.1f} s")
-        print(f"    then executing the notebooks, {report['workers']} at a time: "
-              f"{report['wall_s'] - report['training_s']:5.1f} s")
+        print(
+            f"    then executing the notebooks, {report['workers']} at a time: "
+            f"{report['wall_s'] - report['training_s']:5.1f} s"
+        )
         print(f"  warm rebuild:       {warm:7.1f} s   ({warm / cold:.2f} of the cold build)\n")
 
         times = execution_times(build)
-        print(f"execution per chapter (from the build's execution cache, {report['workers']} at a time, the tiny "
-              f"models trained; budget {CHAPTER_BUDGET_S} s on 2 cores)")
+        print(
+            f"execution per chapter (from the build's execution cache, {report['workers']} at a time, the tiny "
+            f"models trained; budget {CHAPTER_BUDGET_S} s on 2 cores)"
+        )
         for name, seconds in sorted(times.items()):
             print(f"  {name:42} {seconds:6.1f} s  {verdict(seconds, CHAPTER_BUDGET_S)}")
         total = sum(times.values())
         print(f"  {'all notebooks':42} {total:6.1f} s  (their sum)")
         first = "chapters/01_next_token_prediction"
         alone = alone_with_empty_model_cache(first)
-        print(f"  {first + '.md':42} {alone:6.1f} s  {verdict(alone, CHAPTER_BUDGET_S)}: run alone with an empty "
-              "model cache, so it trains the tiny model (a learner's first chapter on their own machine; on Binder, "
-              "postBuild trains it into the image)\n")
+        print(
+            f"  {first + '.md':42} {alone:6.1f} s  {verdict(alone, CHAPTER_BUDGET_S)}: run alone with an empty "
+            "model cache, so it trains the tiny model (a learner's first chapter on their own machine; on Binder, "
+            "postBuild trains it into the image)\n"
+        )
 
         html = build / "html"
         sizes = page_sizes(html)
@@ -183,9 +208,11 @@ def main():
         if learner is None:
             print(f"  learner environment: could not be installed ({' '.join(error)})")
         else:
-            print(f"  learner environment (requirements.txt, as Binder's postBuild installs it): "
-                  f"{learner / MiB:8.1f} MiB = {learner / 1e9:.2f} GB, goal {LEARNER_ENV_GOAL_BYTES / 1e9:.1f} GB "
-                  f"{verdict(learner, LEARNER_ENV_GOAL_BYTES)}")
+            print(
+                f"  learner environment (requirements.txt, as Binder's postBuild installs it): "
+                f"{learner / MiB:8.1f} MiB = {learner / 1e9:.2f} GB, goal {LEARNER_ENV_GOAL_BYTES / 1e9:.1f} GB "
+                f"{verdict(learner, LEARNER_ENV_GOAL_BYTES)}"
+            )
         print(f"  website (_build/html):                     {folder_bytes(html) / MiB:8.1f} MiB, {len(sizes)} pages")
         print(f"  pages with their images (budget {PAGE_BUDGET_BYTES / MiB:.0f} MiB each), largest first:")
         for size, page, n_images in sizes[:5]:
@@ -208,10 +235,18 @@ def test_report():
     to more than the run's time."""
     then = files_at(BUDGETED_SUITE)
     now = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
-    runs = [(f"the test files of {BUDGETED_SUITE} (the budgeted suite) and the goldens",
-             [f"tests/{n}" for n in now if n in then] + ["tests/golden"], TEST_BUDGET_S),
-            ("the test files added since", [f"tests/{n}" for n in now if n not in then], None)] if then else [
-            ("the whole suite (no git history to tell the budgeted suite)", [], None)]
+    runs = (
+        [
+            (
+                f"the test files of {BUDGETED_SUITE} (the budgeted suite) and the goldens",
+                [f"tests/{n}" for n in now if n in then] + ["tests/golden"],
+                TEST_BUDGET_S,
+            ),
+            ("the test files added since", [f"tests/{n}" for n in now if n not in then], None),
+        ]
+        if then
+        else [("the whole suite (no git history to tell the budgeted suite)", [], None)]
+    )
     make = shutil.which("make") or "make"
     total = 0.0
     print(f"make test, as in a fresh clone: no site, no trained model (load {os.getloadavg()[0]:.1f} at the start)")
@@ -226,8 +261,10 @@ def test_report():
             tail = [ln for ln in run.stdout.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
             against = f"budget {budget} s  {verdict(seconds, budget)}" if budget else ""
             print(f"  {title}: {seconds:.1f} s  {against}")
-            print(f"    {tail[-1] if tail else 'no summary'} (exit {run.returncode}); load {os.getloadavg()[0]:.1f} "
-                  "at the end; test time per file (overlapping):")
+            print(
+                f"    {tail[-1] if tail else 'no summary'} (exit {run.returncode}); load {os.getloadavg()[0]:.1f} "
+                "at the end; test time per file (overlapping):"
+            )
             for name, (count, spent) in sorted(per_file.items(), key=lambda kv: -kv[1][1]):
                 print(f"      {name:44} {spent:7.1f} s  {count:4} tests")
             for line in run.stdout.splitlines():
@@ -248,14 +285,15 @@ def pdf_report():
         printed, seconds = pdf.make_pdf(out)
         info = subprocess.run(["pdfinfo", str(out)], capture_output=True, text=True).stdout
         pages = re.search(r"^Pages:\s+(\d+)", info, re.M)
-        print(f"make pdf: {out.stat().st_size / MiB:.1f} MiB, {pages.group(1) if pages else '?'} PDF pages "
-              f"from {printed} pages of the book, {seconds:.0f} s (site already built)\n")
+        print(
+            f"make pdf: {out.stat().st_size / MiB:.1f} MiB, {pages.group(1) if pages else '?'} PDF pages "
+            f"from {printed} pages of the book, {seconds:.0f} s (site already built)\n"
+        )
 
 
 def files_at(commit):
     """The test files (test_*.py) the repository held at `commit`, or an empty set without git history."""
-    run = subprocess.run(["git", "ls-tree", "--name-only", commit, "tests/"], cwd=ROOT, capture_output=True,
-                         text=True)
+    run = subprocess.run(["git", "ls-tree", "--name-only", commit, "tests/"], cwd=ROOT, capture_output=True, text=True)
     return {Path(p).name for p in run.stdout.split() if Path(p).name.startswith("test_")}
 
 
@@ -270,6 +308,7 @@ def seconds_per_test_file(junit_xml):
         count, total = per_file.get(name, (0, 0.0))
         per_file[name] = (count + 1, total + float(case.get("time") or 0))
     return per_file
+
 
 if __name__ == "__main__":
     main()

@@ -9,6 +9,7 @@ CPU at a time into the build's execution cache; `jupyter-book build` then finds 
 in _build/build-result.json) had warnings, so a full `make test` after `make book` builds nothing, and a
 test run builds at most once.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -30,8 +31,16 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 # Debian's chromium, headless, without the lookups and updates that stall it when the network is closed: the
 # browser tests and `make pdf` start it with these
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
 # BOOK_BUILD_DIR=/tmp/x runs the site tests on a build in /tmp/x/_build (as `jupyter-book build --path-output /tmp/x`)
 OUTPUT = Path(os.environ.get("BOOK_BUILD_DIR", ROOT))
 HTML = OUTPUT / "_build" / "html"
@@ -63,8 +72,11 @@ def binder_url(path):
     url = load_extension("binder_link").binder_url
 
     cfg = config()
-    theme = {"repository_url": cfg["repository"]["url"], "repository_branch": cfg["repository"].get("branch", "main"),
-             "launch_buttons": cfg["launch_buttons"]}
+    theme = {
+        "repository_url": cfg["repository"]["url"],
+        "repository_branch": cfg["repository"].get("branch", "main"),
+        "launch_buttons": cfg["launch_buttons"],
+    }
     return url(theme, path)
 
 
@@ -187,8 +199,10 @@ def execute_chapters(output=OUTPUT, workers=None):
             # the masked model, and the unmasked run as chapter 2's lab retrains it (its shipped run loads at
             # once); each loads if it is already trained
             runs = ("", "causal=False, shipped=False, steps=tiny.RETRAIN_STEPS")
-            trainers = [subprocess.Popen([sys.executable, "-c", f"from book import tiny; tiny.trained_model({r})"],
-                                         cwd=ROOT) for r in runs]
+            trainers = [
+                subprocess.Popen([sys.executable, "-c", f"from book import tiny; tiny.trained_model({r})"], cwd=ROOT)
+                for r in runs
+            ]
             for trainer in trainers:
                 trainer.wait()
         report["training_s"] = time.perf_counter() - start
@@ -212,12 +226,19 @@ def build(output=OUTPUT, echo=False, env=None):
 
     The notebooks are executed first, one per CPU at a time (`execute_chapters`, in a process with `env`).
     With echo, the log is also printed line by line as it comes (as `make book` shows it)."""
-    first = subprocess.run([sys.executable, "-m", "tools.built_site", "--execute", str(output)], cwd=ROOT, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = subprocess.run(
+        [sys.executable, "-m", "tools.built_site", "--execute", str(output)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     if echo:
         print(first.stdout, end="", flush=True)
-    proc = subprocess.Popen(command(output), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=env)
+    proc = subprocess.Popen(
+        command(output), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     lines = []
     for line in proc.stdout:
         lines.append(line)
@@ -273,8 +294,10 @@ if __name__ == "__main__":  # `make book`; `--execute OUTPUT` is the first step 
     if sys.argv[1:2] == ["--execute"]:
         report = execute_chapters(sys.argv[2])
         if report["pages"]:
-            print(f"trained the tiny models in {report['training_s']:.1f} s; "
-                  f"then {report['workers']} notebooks at a time:")
+            print(
+                f"trained the tiny models in {report['training_s']:.1f} s; "
+                f"then {report['workers']} notebooks at a time:"
+            )
         for page, seconds in report["pages"].items():
             print(f"  {page}: {'failed, left to the build' if seconds is None else f'executed in {seconds:.1f} s'}")
         sys.exit()
