@@ -22,6 +22,11 @@ _KERNELS = Path(tempfile.mkdtemp(prefix="course-kernels-"))
 ONE_THREAD_SPEC = _KERNELS / "kernels" / ONE_THREAD_KERNEL
 
 
+def pytest_unconfigure(config):
+    """The kernel spec's folder goes with the run (each xdist worker and the controller made its own)."""
+    shutil.rmtree(_KERNELS, ignore_errors=True)
+
+
 def pytest_configure(config):
     """A kernel spec of this Python with one thread for torch and BLAS, on JUPYTER_PATH, handed to nbval."""
     ONE_THREAD_SPEC.mkdir(parents=True, exist_ok=True)
