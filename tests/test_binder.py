@@ -123,6 +123,18 @@ def test_post_build_installs_the_learner_set_the_jupytext_viewer_and_the_models(
     assert os.access(BINDER / "postBuild", os.X_OK), "repo2docker runs postBuild only if it is executable"
 
 
+def test_post_build_trains_what_the_build_trains_and_each_training_has_a_page():
+    """Binder's image holds every model the build trains before the pages (TRAININGS), so no page trains one
+    in a learner's first run there either; and each training is still wanted by some chapter page."""
+    from tools import built_site
+
+    post_build = (BINDER / "postBuild").read_text()
+    pages = [built_site.source_of(p).read_text() for p in built_site.chapter_pages()]
+    for call, marker in built_site.TRAININGS:
+        assert call in post_build, f"binder/postBuild does not run {call}, which the build trains"
+        assert any(marker in text for text in pages), f"no chapter page needs {call} any more ({marker!r})"
+
+
 def test_the_learner_set_holds_only_what_learners_run():
     """Every package of requirements.txt is needed by a learner package (the direct dependencies, LEARNER, and what
     they pull in): no test, build or browser package rides along to Binder."""
