@@ -116,7 +116,7 @@ def test_post_build_installs_the_learner_set_the_jupytext_viewer_and_the_models(
     installs = [i for i, c in enumerate(calls) if c.startswith("-m pip install") and "requirements.txt" in c]
     assert installs, f"postBuild never installs requirements.txt (which holds the package's -e . line): {calls}"
     assert "-e ." in (ROOT / "requirements.txt").read_text().splitlines(), "the learner set installs the package"
-    # then, with the package installed, the two tiny models are trained into the image's cache
+    # then, with the package installed, the tiny models are trained into the image's cache
     training = calls[installs[0] + 1:]
     assert any("tiny.trained_model()" in c and "tiny.trained_model(causal=False, shipped=False)" in c
                for c in training), calls
