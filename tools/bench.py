@@ -1,10 +1,11 @@
-"""Benchmark of the book: build and test times, execution time per chapter, sizes. Prints; asserts nothing.
+"""Benchmark of the book: build and test times, execution time per page, sizes. Prints; asserts nothing.
 
     make bench                 # everything, including a timed `make test`
     make bench ARGS=--no-test  # skip the (long) timed test run
+    python -m tools.bench --no-test --quick  # the builds and the pages only: no learner environment, no PDF
 
 The cold build runs the command of `make book` into a fresh temporary folder (so it executes every
-chapter, with an empty cache, and leaves the shared _build alone); the warm build repeats it on that
+page, with an empty cache, and leaves the shared _build alone); the warm build repeats it on that
 folder. Times depend on the machine: each is printed with its budget and as a ratio to it, and the
 machine is named, so that figures from two machines are compared as ratios.
 """
@@ -26,8 +27,12 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parent.parent
 from tools import built_site  # the build command of `make book`, written once
 
-CHAPTER_BUDGET_S = 10  # the tiny model is trained once per cache (book.tiny.trained_model), not once per chapter
-COLD_BUILD_BUDGET_S = 60  # a cold `make book` (empty build and model caches) in under a minute after install
+PAGE_BUDGET_S = 10  # each page of _toc.yml's chapters, lesson or lab, from the build's cache (models trained)
+FIRST_PAGE = "chapters/01_next_token_prediction"  # a learner's first page, run alone with an empty model cache
+FIRST_PAGE_BUDGET_S = 10  # ... so it trains what it needs, within the same 10 s
+COLD_BUILD_BUDGET_S = 45  # a cold `make book` (empty build and model caches) after install (was 60 s)
+WARM_BUILD_BUDGET_S = 5  # the same command again, nothing changed
+CALCULATOR_ANSWER_BUDGET_S = 3  # the page calculator (chapter 10) answers its first input, Pyodide loaded
 TEST_BUDGET_S = 300  # `make test` after install, on 2 cores
 BUDGETED_SUITE = "515560a"  # the commit whose test suite TEST_BUDGET_S was set for; later files report apart
 PAGE_BUDGET_BYTES = 2 * 1024 * 1024  # no page over 2 MB with its images
@@ -146,6 +151,7 @@ def verdict(value, budget):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-test", action="store_true", help="do not time `make test`")
+    parser.add_argument("--quick", action="store_true", help="do not install the learner environment nor make the PDF")
     args = parser.parse_args()
 
     print(f"machine: {machine()}")
@@ -174,29 +180,24 @@ def main():
         print(
             f"  cold, empty cache:  {cold:7.1f} s   budget {COLD_BUILD_BUDGET_S} s  {verdict(cold, COLD_BUILD_BUDGET_S)}"
         )
-        print(f"    of which training the two tiny models at once: {report['training_s']:5.1f} s")
         print(
-            f"    then executing the notebooks, {report['workers']} at a time: "
-            f"{report['wall_s'] - report['training_s']:5.1f} s"
+            f"    first step, {report['workers']} jobs at a time: {report.get('trainings', 0)} trainings of the tiny "
+            f"models, the last done after {report['training_s']:.1f} s (pages that load no model run beside "
+            f"them), all the notebooks after {report['wall_s']:.1f} s"
         )
-        print(f"  warm rebuild:       {warm:7.1f} s   ({warm / cold:.2f} of the cold build)\n")
+        print(
+            f"  warm rebuild:       {warm:7.1f} s   budget {WARM_BUILD_BUDGET_S} s  "
+            f"{verdict(warm, WARM_BUILD_BUDGET_S)}\n"
+        )
 
-        times = execution_times(build)
+        page_report(execution_times(build), report["workers"])
+        alone = alone_with_empty_model_cache(FIRST_PAGE)
         print(
-            f"execution per chapter (from the build's execution cache, {report['workers']} at a time, the tiny "
-            f"models trained; budget {CHAPTER_BUDGET_S} s on 2 cores)"
+            f"  {FIRST_PAGE + '.md':44} {alone:6.1f} s  {verdict(alone, FIRST_PAGE_BUDGET_S)}: run alone with an "
+            "empty model cache, so it trains what it needs (a learner's first page on their own machine; on Binder, "
+            "postBuild trains the models into the image)\n"
         )
-        for name, seconds in sorted(times.items()):
-            print(f"  {name:42} {seconds:6.1f} s  {verdict(seconds, CHAPTER_BUDGET_S)}")
-        total = sum(times.values())
-        print(f"  {'all notebooks':42} {total:6.1f} s  (their sum)")
-        first = "chapters/01_next_token_prediction"
-        alone = alone_with_empty_model_cache(first)
-        print(
-            f"  {first + '.md':42} {alone:6.1f} s  {verdict(alone, CHAPTER_BUDGET_S)}: run alone with an empty "
-            "model cache, so it trains the tiny model (a learner's first chapter on their own machine; on Binder, "
-            "postBuild trains it into the image)\n"
-        )
+        calculator_report()
 
         html = build / "html"
         sizes = page_sizes(html)
@@ -204,7 +205,7 @@ def main():
         venv = ROOT / ".venv"
         if venv.exists():
             print(f"  authors' environment (.venv, both sets):     {folder_bytes(venv) / MiB:8.1f} MiB")
-        learner, error = learner_environment_bytes()
+        learner, error = (None, ["--quick"]) if args.quick else learner_environment_bytes()
         if learner is None:
             print(f"  learner environment: could not be installed ({' '.join(error)})")
         else:
@@ -221,9 +222,62 @@ def main():
         print(f"  pages over budget: {len(over)} of {len(sizes)} {over or ''}\n")
 
     print(f"load at the end of the builds: {os.getloadavg()[0]:.1f}\n")
-    pdf_report()
+    if not args.quick:
+        pdf_report()
     if not args.no_test:
         test_report()
+
+
+def page_report(times, workers):
+    """Every page under _toc.yml's chapters, lessons and labs in reading order, against PAGE_BUDGET_S."""
+    print(
+        f"execution per page (from the build's execution cache, {workers} at a time, the tiny models trained; "
+        f"budget {PAGE_BUDGET_S} s each on 2 cores)"
+    )
+    over, pages = [], built_site.chapter_pages()
+    for page in pages:
+        name = built_site.source_of(page).relative_to(ROOT).as_posix()
+        kind = "lab" if page.endswith("_lab") else "lesson" if f"{page}_lab" in pages else "chapter"
+        if not built_site.is_notebook(page):
+            print(f"  {name:44}      -    not a notebook ({kind})")
+            continue
+        seconds = times.get(name)
+        if seconds is None:
+            print(f"  {name:44}      ?    not in the execution cache ({kind})")
+            continue
+        print(f"  {name:44} {seconds:6.1f} s  {verdict(seconds, PAGE_BUDGET_S)}  ({kind})")
+        if seconds > PAGE_BUDGET_S:
+            over.append(page)
+    total = sum(t for t in times.values() if t)
+    print(f"  {'all notebooks':44} {total:6.1f} s  (their sum); pages over budget: {len(over)} {over or ''}")
+
+
+def calculator_report():
+    """The page calculator of chapter 10 (Pyodide in the browser): its load time and its first answer.
+
+    tests/test_calculator.py measures them in the browser; run with BOOK_BENCH_TIMINGS=FILE, it writes
+    {"load_s": seconds until Pyodide is loaded, "first_answer_s": seconds from the first input to the answer}
+    as JSON into FILE, which is printed here against CALCULATOR_ANSWER_BUDGET_S."""
+    test = ROOT / "tests" / "test_calculator.py"
+    if not test.exists() or not list((ROOT / "_static").glob("calculator*")):
+        print("calculator: not built yet\n")
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-calculator-") as tmp:
+        out = Path(tmp) / "timings.json"
+        seconds, run = timed(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", str(test)],
+            env={**os.environ, "BOOK_BENCH_TIMINGS": str(out)},
+        )
+        if run.returncode != 0 or not out.exists():
+            tail = (run.stdout.strip().splitlines() or ["no output"])[-1]
+            print(f"calculator: no timings (tests/test_calculator.py exit {run.returncode}: {tail})\n")
+            return
+        t = json.loads(out.read_text())
+    print(
+        f"calculator (chapter 10, Pyodide in the browser): loaded in {t['load_s']:.1f} s; first answer "
+        f"{t['first_answer_s']:.2f} s after its first input, budget {CALCULATOR_ANSWER_BUDGET_S} s  "
+        f"{verdict(t['first_answer_s'], CALCULATOR_ANSWER_BUDGET_S)}  (its test: {seconds:.0f} s)\n"
+    )
 
 
 def test_report():

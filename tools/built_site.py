@@ -3,8 +3,8 @@
 The pages and their order come from _toc.yml at run time, so the tests follow the chapters that exist.
 The site is the one `make book` writes into _build/html. The build command is written here once: `make book`
 runs this module (`python -m tools.built_site`), tests/test_build.py and tools/bench.py call `build()`.
-Its first step (`execute_chapters`) trains the two tiny models at once and executes the notebooks one per
-CPU at a time into the build's execution cache; `jupyter-book build` then finds every notebook cached.
+Its first step (`execute_chapters`) trains the tiny models and executes the notebooks, one job per CPU at
+a time, into the build's execution cache; `jupyter-book build` then finds every notebook cached.
 `ensure_built()` builds only when the site is missing, older than its sources, or its last build (recorded
 in _build/build-result.json) had warnings, so a full `make test` after `make book` builds nothing, and a
 test run builds at most once.
@@ -172,14 +172,24 @@ def _execute_one(page, cache, lock):
     return page, result
 
 
+# The trainings the build runs before the pages that load their models, each with the text that marks a page
+# needing it: every model a page's trained_model() call would otherwise train inside that page, on one core
+TRAININGS = [
+    ("tiny.trained_model()", "trained_model()"),  # the masked model of tiny.STEPS, which most chapters load
+    ("tiny.trained_model(causal=False, shipped=False, steps=tiny.RETRAIN_STEPS)", "shipped=False"),  # ch 2's lab
+    ("tiny.trained_model(steps=100)", "trained_model(steps="),  # chapter 1's lesson shows its first 100 steps
+]
+
+
 def execute_chapters(output=OUTPUT, workers=None):
     """Execute the notebook pages the build's cache lacks, `workers` at a time (one per CPU), into that cache.
 
     The build itself (MyST-NB with `execute_notebooks: cache`) runs uncached notebooks one after the other,
     each on one core; run first, this fills the same cache with the same notebooks (MyST-NB's reading of
-    each page), so the build finds them all. First the two tiny models are trained at once, one core each,
-    so that no two chapters train the same one. A notebook that fails here is left out of the cache: the
-    build runs it again and reports the failing cell.
+    each page), so the build finds them all. The trainings of TRAININGS that a page to run needs go first,
+    one core each, so that no two pages train the same model and no page trains one itself; the pages that
+    load no trained model run beside them, and a page that loads one waits for the trainings it names. A
+    notebook that fails here is left out of the cache: the build runs it again and reports the failing cell.
     """
     import concurrent.futures
 
@@ -192,23 +202,37 @@ def execute_chapters(output=OUTPUT, workers=None):
             cache.match_cache_notebook(as_myst_nb_reads(page))
         except KeyError:
             missing.append(page)
-    report = {"workers": workers, "training_s": 0.0, "wall_s": 0.0, "pages": {}}
+    report = {"workers": workers, "trainings": 0, "training_s": 0.0, "wall_s": 0.0, "pages": {}}
     if missing:
         start = time.perf_counter()
-        if any("trained_model(" in source_of(page).read_text() for page in missing):  # a chapter to run needs it
-            # the masked model, and the unmasked run as chapter 2's lab retrains it (its shipped run loads at
-            # once); each loads if it is already trained
-            runs = ("", "causal=False, shipped=False, steps=tiny.RETRAIN_STEPS")
-            trainers = [
-                subprocess.Popen([sys.executable, "-c", f"from book import tiny; tiny.trained_model({r})"], cwd=ROOT)
-                for r in runs
-            ]
-            for trainer in trainers:
-                trainer.wait()
-        report["training_s"] = time.perf_counter() - start
+        texts = {page: source_of(page).read_text() for page in missing}
+        needs = {page: [call for call, marker in TRAININGS if marker in text] for page, text in texts.items()}
+        done = {call: threading.Event() for call in {c for calls in needs.values() for c in calls}}
+        trained_at = []
+
+        def train(call):  # loads the model instead if it is trained already
+            try:  # a training that fails leaves its pages to train the model themselves
+                subprocess.run([sys.executable, "-c", f"from book import tiny; {call}"], cwd=ROOT, check=False)
+            finally:
+                trained_at.append(time.perf_counter() - start)
+                done[call].set()
+
+        def execute(page):
+            for call in needs[page]:
+                done[call].wait()
+            return _execute_one(page, cache, lock)
+
+        # first come first served: every training starts before any page, so a page never holds a worker that
+        # a training it waits for would need; the pages that wait for none come first
+        order = sorted(missing, key=lambda page: bool(needs[page]))
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-            done = list(pool.map(lambda page: _execute_one(page, cache, lock), missing))
-        report["pages"] = {page: None if result.err else result.time for page, result in done if result is not None}
+            trainings = [pool.submit(train, call) for call, _ in TRAININGS if call in done]
+            runs = [pool.submit(execute, page) for page in order]
+            finished = [run.result() for run in runs] + [t.result() for t in trainings]
+        report["trainings"], report["training_s"] = len(trainings), max(trained_at, default=0.0)
+        report["pages"] = {
+            page: None if result.err else result.time for page, result in finished[: len(runs)] if result is not None
+        }
         report["wall_s"] = time.perf_counter() - start
     path = execution_report_path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -295,8 +319,8 @@ if __name__ == "__main__":  # `make book`; `--execute OUTPUT` is the first step 
         report = execute_chapters(sys.argv[2])
         if report["pages"]:
             print(
-                f"trained the tiny models in {report['training_s']:.1f} s; "
-                f"then {report['workers']} notebooks at a time:"
+                f"{report['workers']} at a time: {report['trainings']} trainings of the tiny models, done "
+                f"after {report['training_s']:.1f} s, and the notebooks:"
             )
         for page, seconds in report["pages"].items():
             print(f"  {page}: {'failed, left to the build' if seconds is None else f'executed in {seconds:.1f} s'}")
