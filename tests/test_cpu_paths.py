@@ -68,7 +68,7 @@ def test_the_chapters_that_train_are_found():
         name for name in chapter_names() if "tiny.trained_model(" in (ROOT / "chapters" / f"{name}.md").read_text()
     }
     assert (
-        {"01_next_token_prediction", "02_causal_mask", "04_kv_cache", "05_sampling_lab", "06_context_window"}
+        {"01_next_token_prediction", "02_causal_mask", "04_kv_cache_lab", "05_sampling_lab", "06_context_window"}
         <= trained
         <= set(CHAPTERS)
     )
