@@ -36,7 +36,6 @@ import json
 import math
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -524,7 +523,9 @@ def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
             honest = [rows[f"honest_{i}.ipynb"] for i in range(3)]
             for row in honest:
                 assert row["status"] == "graded" and row["total"] == row["possible"] == 6, row["reason"]
-            medians[neighbour] = statistics.median(r["seconds"] for r in honest)
+            # the fastest of the three: a burst of the suite's other worker (a browser test, say) slows one
+            # notebook, and the hog slows them all
+            medians[neighbour] = min(r["seconds"] for r in honest)
         finally:
             subprocess.run(["rm", "-rf", str(tmp)], check=False)
     ratio = medians["hog"] / medians["idle"]
