@@ -14,7 +14,6 @@ notebook); the sandbox and the batch are tested with hostile notebooks by
 
 from __future__ import annotations
 
-import ast
 import copy
 import json
 import re
@@ -23,12 +22,12 @@ import sys
 import zipfile
 from pathlib import Path
 
-import jupytext
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 from tools import grade, make_exercises, release
+from tools.master import read_master
 
 NAMES = make_exercises.exercise_names()
 RUN_TIMEOUT = 120  # seconds for one notebook's run in tools/run_variants.py (a solved one takes about a second)
@@ -83,7 +82,7 @@ def _variants(name, root):
         "blank": nbformat.read(root / "exercises" / f"{name}.ipynb", as_version=4),
     }
     for k in range(max((len(v) for v in WRONG.get(name, {}).values()), default=0)):
-        notebooks[f"wrong{k}"] = _with_cells(solved, [v[k] for v in WRONG[name].values() if k < len(v)])
+        notebooks[f"wrong{k}"] = _with_cells(solved, [v[k].source for v in WRONG[name].values() if k < len(v)])
     (folder / "probes.py").write_text(exercise.probes)
     jobs = {}
     for kind, nb in notebooks.items():
@@ -141,18 +140,8 @@ def test_no_drift_from_solutions(regenerated, name):
 
 def _questions(name):
     """{question: (prompt, function name, its parameters)} of one master."""
-    nb = jupytext.read(ROOT / "solutions" / f"{name}.md")
-    out, current, prompt = {}, None, ""
-    for cell in nb.cells:
-        found = re.match(r"# BEGIN QUESTION\s*\nname:\s*(\w+)", cell.source) if cell.cell_type == "raw" else None
-        if found:
-            current, prompt = found.group(1), ""
-        elif current and cell.cell_type == "markdown" and not prompt:
-            prompt = cell.source
-        elif current and cell.cell_type == "code" and cell.source.startswith("def ") and current not in out:
-            fn = ast.parse(cell.source).body[0]
-            out[current] = (prompt, fn.name, [a.arg for a in fn.args.args])
-    return out
+    master = read_master(ROOT / "solutions" / f"{name}.md")
+    return {q.name: (q.prompt, q.function, q.parameters) for q in master.questions.values()}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -249,7 +238,7 @@ def test_planted_wrong_answers_fail_the_hidden_tests(graded, name):
     for q, answers in WRONG[name].items():
         for k, answer in enumerate(answers):
             score, reason = graded[name][f"wrong{k}"]["verdicts"][q]
-            assert score == 0, f"{name} {q}: planted wrong answer {k} scored {score}:\n{answer}"
+            assert score == 0, f"{name} {q}: planted wrong answer {k} scored {score}:\n{answer.source}"
             assert reason and "Traceback" not in reason and len(reason) < 300, reason
 
 
@@ -264,7 +253,7 @@ def public_checks(regenerated):
             "solution": str(regenerated / "variants" / name / "solved.ipynb")
             if (regenerated / "variants" / name / "solved.ipynb").exists()
             else None,
-            "answers": {q: list(map(str, answers)) for q, answers in WRONG[name].items()},
+            "answers": {q: [a.source for a in answers] for q, answers in WRONG[name].items()},
         }
         for name in NAMES
     ]
@@ -306,7 +295,7 @@ def test_planted_wrong_answers_fail_the_public_checks(public_checks, name):
             if answer.hardcoded:
                 continue
             if run["passed"]:
-                problems.append(f"{q}: grader.check passes planted answer {k}:\n{answer}")
+                problems.append(f"{q}: grader.check passes planted answer {k}:\n{answer.source}")
             elif answer.hint and answer.hint.lower() not in text.lower():
                 problems.append(
                     f"{q}: the hint for planted answer {k} does not name its mistake ({answer.hint!r}):\n{text}"

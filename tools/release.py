@@ -28,7 +28,7 @@ import sys
 import tokenize
 from pathlib import Path
 
-import jupytext
+from tools.master import read_master
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTRUCTOR_ONLY = ("solutions/", "autograder/", "tests/", "tools/", ".ci/")
@@ -73,30 +73,19 @@ def statements(source):
 def master_secrets(master, min_length=16):
     """(solution statements, hidden statements) of one master in solutions/, squeezed: the code between
     `# BEGIN SOLUTION` and `# END SOLUTION`, and every statement of the hidden blocks (`# BEGIN HIDDEN` to
-    `# END HIDDEN`). Short ones, imports, definitions' first lines and bare returns are left out (they
-    are not specific to a solution)."""
-    solution, hidden, in_hidden = set(), set(), False
-    for cell in jupytext.read(master).cells:
-        marker = cell.source.strip() if cell.cell_type == "raw" else ""
-        if marker in ("# BEGIN HIDDEN", "# END HIDDEN"):
-            in_hidden = marker == "# BEGIN HIDDEN"
+    `# END HIDDEN`), as tools/master.py reads them. Short ones, imports, definitions' first lines and bare
+    returns are left out (they are not specific to a solution)."""
+    solution, hidden = set(), set()
+    for cell in read_master(master).cells:
+        if cell.marker in ("# BEGIN HIDDEN", "# END HIDDEN"):
             continue
-        rows = cell.source.splitlines()
-        inside, open_rows = False, set()
-        for n, line in enumerate(rows, start=1):
-            if line.strip() == "# END SOLUTION":
-                inside = False
-            if inside:
-                open_rows.add(n)
-            if line.strip() == "# BEGIN SOLUTION":
-                inside = True
         for first, _, code in statements(cell.source):
             text = squeeze(code)
             if len(text) < min_length or code.startswith(("import ", "from ", "def ", "return ", '"""')):
                 continue
-            if in_hidden:
+            if cell.hidden:
                 hidden.add(text)
-            elif first in open_rows:
+            elif first in cell.solution_rows:
                 solution.add(text)
     return solution, hidden
 
