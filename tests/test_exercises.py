@@ -182,8 +182,8 @@ def test_float32_training_has_no_full_precision_copy(graded):
     g = graded["03_teacher_forcing"]
     asked = [
         (args, answer)
-        for (q, fn), args, answer in zip(g["questions_of"], g["reference"].args, g["reference"].answers)
-        if q == "q4"
+        for probe, args, answer in zip(g["questions_of"], g["reference"].args, g["reference"].answers)
+        if probe.question == "q4"
     ]
     float32 = [answer["copy"] for args, answer in asked if args[1] == 4]
     half = [(answer["copy"], args[0]) for args, answer in asked if args[1] == 2]
@@ -409,8 +409,8 @@ def test_hidden_reasons_do_not_print_the_hidden_inputs(graded, name):
             numbers = set().union(
                 *(
                     _scalars(list(args))
-                    for (question, _), args in zip(g["questions_of"], g["reference"].args)
-                    if question == q
+                    for probe, args in zip(g["questions_of"], g["reference"].args)
+                    if probe.question == q
                 )
             )
             shown = sorted(n for n in numbers if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", reason or ""))
@@ -418,37 +418,22 @@ def test_hidden_reasons_do_not_print_the_hidden_inputs(graded, name):
 
 
 def test_feedback_writes_each_learner_only_their_own_row(tmp_path, graded):
-    """`make feedback` (tools/feedback.py) writes one file per CSV row: that row's scores and
-    reasons, none of another row's, and no column but the learner's (an instructor's column stays out), under a
-    safe file name whatever the submission was called."""
-    import csv
-
+    """`make feedback` (tools/feedback.py) writes one file per submission of the results file beside the CSV:
+    that submission's scores and reasons, none of another's, and nothing but the learner's (an instructor's
+    field stays out), under a safe file name whatever the submission was called."""
     from tools import feedback
 
     g = graded["02_causal_mask"]
-    questions = g["exercise"].questions
     rows = []
     for submission, kind in [("alice.ipynb", "solved"), ("../bob.ipynb", "wrong1"), ("=cmd|x.ipynb", "wrong2")]:
-        verdicts = g[kind]["verdicts"]
-        rows.append(
-            {
-                "submission": submission,
-                **{q: verdicts[q][0] for q in questions},
-                "total": sum(s for s, _ in verdicts.values()),
-                "possible": float(len(questions)),
-                "status": "graded",
-                "reason": "; ".join(r for _, r in verdicts.values() if r),
-                "warnings": "",
-                "seconds": 1.0,
-                "instructor_only": "SECRET hidden inputs",
-            }
-        )
+        row = grade.empty_row(g["exercise"], submission)
+        row["verdicts"] = g[kind]["verdicts"]
+        rows.append(grade.settle(row))
+    data = grade.results_data(g["exercise"], rows)
+    data["submissions"][0]["instructor_only"] = "SECRET hidden inputs"
     path = tmp_path / "grades.csv"
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    written = feedback.write_feedback(path, tmp_path / "out", "02_causal_mask")
+    grade.results_path(path).write_text(json.dumps(data))
+    written = feedback.write_feedback(path, tmp_path / "out")
     names = sorted(p.name for p in written)
     # a plain name keeps its stem; another gets its cleaned stem and a hash after "~", never a folder
     assert "alice.md" in names and len(names) == 3 and all("/" not in n for n in names)
@@ -459,12 +444,28 @@ def test_feedback_writes_each_learner_only_their_own_row(tmp_path, graded):
     texts["bob.md"] = texts[bob]
     assert all("SECRET" not in t for t in texts.values())
     assert "Score: 6 out of 6" in texts["alice.md"] and "Score: 0 out of 6" in texts["bob.md"]
-    bob_reasons = [r for _, r in g["wrong1"]["verdicts"].values() if r]
-    # each reason reaches the learner whole, the kind of input included ("on a ..."), but for its label "qN (fn)"
-    unlabelled = [re.sub(r"^q\d+ \([^)]*\)\s*:?\s*", "", r) for r in bob_reasons]
-    assert bob_reasons and all(feedback._md(u) in texts["bob.md"] for u in unlabelled)
-    assert any(u.startswith("on ") for u in unlabelled), "no reason of this run names the kind of input"
-    assert not any(u in texts["alice.md"] for u in unlabelled)
+    assert texts["alice.md"].startswith("# Feedback on 02\\_causal\\_mask: alice.ipynb")
+    lost = [v for v in g["wrong1"]["verdicts"].values() if v.score == 0]
+    # each lost point reaches the learner whole: the kind of input it broke on, if one did, and what failed
+    shown = [feedback._md(f"on {v.on}: {v.why}" if v.on else v.why) for v in lost]
+    assert lost and all(f"| {v.question} | 0 | {s} |" in texts["bob.md"] for v, s in zip(lost, shown))
+    assert any(v.on for v in lost), "no reason of this run names the kind of input"
+    assert not any(v.why in texts["alice.md"] for v in lost)
+
+
+def test_feedback_refuses_a_csv_without_its_results(tmp_path):
+    """A CSV alone (an older run, or one copied without its results file) is refused with the fix."""
+    (tmp_path / "grades.csv").write_text('"submission","q1"\n"a.ipynb",1.0\n')
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.feedback", str(tmp_path / "grades.csv"), str(tmp_path / "out")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr
+    assert "grades.results.json not found" in run.stderr and "make grade" in run.stderr, run.stderr
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -82,7 +82,7 @@ Names available: Wrong, Tensor, same, values, describe, np, math (tools/judge.py
 '''
 
 
-def exercise_names():
+def exercise_names() -> list[str]:
     """Every exercise, by the file stem of its master (e.g. '01_next_token_prediction'), in order."""
     return sorted(p.stem for p in SOLUTIONS.glob("[0-9][0-9]_*.md"))
 
@@ -140,7 +140,7 @@ def _reason_problems(source):
     return found
 
 
-def split_master(name):
+def split_master(name: str) -> tuple[object, str, str, list[str], dict]:
     """The master without its hidden cells, the text of probes.py and checks.py taken from them, the
     questions, and the stepped hints of the public tests ({question: [[ask, recipe] or None per test case]})."""
     master = read_master(SOLUTIONS / f"{name}.md")
@@ -182,12 +182,12 @@ class Planted:
     hardcoded: bool = False
 
 
-def solution_code(name, question):
+def solution_code(name: str, question: str) -> str:
     """The solution cell of a question of a master, without its markers."""
     return read_master(SOLUTIONS / f"{name}.md").question(question).solution
 
 
-def planted_answers(name):
+def planted_answers(name: str) -> dict[str, list[Planted]]:
     """{question: [Planted, ...]} from the `# WRONG` cells of a master's hidden blocks, in order.
 
     A `# WRONG` cell calls `wrong(question, source, hint=None, hardcoded=False)` with the whole code of a
@@ -212,7 +212,7 @@ def planted_answers(name):
     return answers
 
 
-def assign(name, workdir, run_tests=True, in_process=False):
+def assign(name: str, workdir: str | Path, run_tests: bool = True, in_process: bool = False) -> Path:
     """Run `otter assign` on one master; return the output folder (with `student/` and `autograder/`).
 
     With `run_tests`, otter also runs every test against the solutions and fails if one does not pass
@@ -269,7 +269,7 @@ def _normalised(path):
     return nbformat.writes(nb) + "\n"
 
 
-def student_notebook(name, dist):
+def student_notebook(name: str, dist: str | Path) -> str:
     """The student copy (public tests only), normalised: its first cell loads the checks with the course's
     grader (book/exercise.py: found whatever the notebook is called, hints in steps, no doctest trace), and
     its metadata carries the later steps of each hint."""
@@ -284,7 +284,7 @@ def student_notebook(name, dist):
     return _normalised(path)
 
 
-def write_zip(source, target, extra=None):
+def write_zip(source: str | Path, target: str | Path, extra: dict | None = None) -> None:
     """Copy a zip, plus `extra` {name: file}, with its entries sorted and every timestamp fixed, so equal
     content gives equal bytes."""
     with zipfile.ZipFile(source) as src:
@@ -298,7 +298,7 @@ def write_zip(source, target, extra=None):
             out.writestr(info, data)
 
 
-def export(name, dist, exercises=EXERCISES, autograder=AUTOGRADER):
+def export(name: str, dist: str | Path, exercises: str | Path = EXERCISES, autograder: str | Path = AUTOGRADER) -> None:
     """Write the student notebook and the autograder zip of one exercise out of its `otter assign` folder."""
     exercises, autograder = Path(exercises), Path(autograder)
     exercises.mkdir(parents=True, exist_ok=True)
@@ -309,14 +309,21 @@ def export(name, dist, exercises=EXERCISES, autograder=AUTOGRADER):
     write_zip(zip_path, autograder / f"{name}.zip", {f"grading/{p.name}": p for p in grading.iterdir()})
 
 
-def build(name, workdir, exercises=EXERCISES, autograder=AUTOGRADER, run_tests=True, in_process=False):
+def build(
+    name: str,
+    workdir: str | Path,
+    exercises: str | Path = EXERCISES,
+    autograder: str | Path = AUTOGRADER,
+    run_tests: bool = True,
+    in_process: bool = False,
+) -> Path:
     """Assign and export one exercise; return the `otter assign` folder (its autograder/ holds the solved notebook)."""
     dist = assign(name, workdir, run_tests, in_process)
     export(name, dist, exercises, autograder)
     return dist
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="exercises to rebuild (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="exercises built at the same time")
