@@ -480,3 +480,59 @@ def test_every_hidden_probe_says_what_kind_of_input_it_is(name):
         if len(entry) < 5 or not isinstance(entry[4], str) or not 3 <= len(entry[4]) <= 80
     ]
     assert space["PROBES"] and not unlabelled, f"{name}: probes without a `what=` label: {unlabelled}"
+
+
+def _master(tmp_path, *cells):
+    """A master of the given (kind, source) cells, written as Jupytext MyST."""
+    import jupytext
+
+    nb = nbformat.v4.new_notebook()
+    new = {"raw": nbformat.v4.new_raw_cell, "code": nbformat.v4.new_code_cell, "md": nbformat.v4.new_markdown_cell}
+    nb.cells = [new[kind](source) for kind, source in cells]
+    path = tmp_path / "99_made_up.md"
+    jupytext.write(nb, path, fmt="md:myst")
+    return path
+
+
+QUESTION = [
+    ("raw", "# BEGIN QUESTION\nname: q1\nall_or_nothing: true"),
+    ("md", "**Question 1.** Write `double(x)`."),
+    ("raw", "# BEGIN SOLUTION"),
+    ("code", "def double(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION"),
+    ("raw", "# END SOLUTION"),
+    ("raw", "# BEGIN TESTS"),
+    ("code", "assert double(2) == 4"),
+    ("raw", "# END TESTS"),
+    ("raw", "# END QUESTION"),
+]
+
+
+def test_the_master_reader_gives_each_cell_its_role(tmp_path):
+    hidden = [("raw", "# BEGIN HIDDEN"), ("code", '# PROBES\nprobe("q1", "double", 3, what="an odd x")')]
+    master = read_master(_master(tmp_path, *QUESTION, *hidden, ("raw", "# END HIDDEN"), ("md", "The end.")))
+    q = master.question("q1")
+    assert (q.function, q.parameters, q.solution) == ("double", ["x"], "def double(x):\n    return 2 * x")
+    assert [c.role for c in q.cells] == [
+        *["marker", "prompt", "marker", "solution", "marker", "marker", "test", "marker", "marker"],
+        *["marker", "probes", "marker", "text"],
+    ]
+    assert [c.hidden for c in master.cells].count(True) == 1 and master.hidden_sources("probes")
+    assert master.cells[3].solution_rows == {3}  # the row between the solution comments
+
+
+@pytest.mark.parametrize(
+    "cells, fault",
+    [
+        ([("raw", "# BEGIN HIDDEN"), ("code", "# PROBES")], "without # END HIDDEN"),
+        ([("raw", "# BEGIN HIDDEN"), ("md", "a note"), ("raw", "# END HIDDEN")], "neither # PROBES"),
+        ([("raw", "# END HIDDEN")], "outside a hidden block"),
+        ([("raw", "# BEGIN QUESTION\nall_or_nothing: true")], "without `name: qN`"),
+        ([*QUESTION, *QUESTION], "two questions named q1"),
+    ],
+)
+def test_a_malformed_master_is_refused_by_name(tmp_path, cells, fault):
+    from tools.master import MasterError
+
+    with pytest.raises(MasterError, match=re.escape(fault)) as raised:
+        read_master(_master(tmp_path, *cells))
+    assert "solutions/99_made_up.md" in str(raised.value)
