@@ -14,7 +14,6 @@ notebook); the sandbox and the batch are tested with hostile notebooks by
 
 from __future__ import annotations
 
-import ast
 import copy
 import json
 import re
@@ -23,12 +22,12 @@ import sys
 import zipfile
 from pathlib import Path
 
-import jupytext
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 from tools import grade, make_exercises, release
+from tools.master import read_master
 
 NAMES = make_exercises.exercise_names()
 RUN_TIMEOUT = 120  # seconds for one notebook's run in tools/run_variants.py (a solved one takes about a second)
@@ -83,7 +82,7 @@ def _variants(name, root):
         "blank": nbformat.read(root / "exercises" / f"{name}.ipynb", as_version=4),
     }
     for k in range(max((len(v) for v in WRONG.get(name, {}).values()), default=0)):
-        notebooks[f"wrong{k}"] = _with_cells(solved, [v[k] for v in WRONG[name].values() if k < len(v)])
+        notebooks[f"wrong{k}"] = _with_cells(solved, [v[k].source for v in WRONG[name].values() if k < len(v)])
     (folder / "probes.py").write_text(exercise.probes)
     jobs = {}
     for kind, nb in notebooks.items():
@@ -141,18 +140,8 @@ def test_no_drift_from_solutions(regenerated, name):
 
 def _questions(name):
     """{question: (prompt, function name, its parameters)} of one master."""
-    nb = jupytext.read(ROOT / "solutions" / f"{name}.md")
-    out, current, prompt = {}, None, ""
-    for cell in nb.cells:
-        found = re.match(r"# BEGIN QUESTION\s*\nname:\s*(\w+)", cell.source) if cell.cell_type == "raw" else None
-        if found:
-            current, prompt = found.group(1), ""
-        elif current and cell.cell_type == "markdown" and not prompt:
-            prompt = cell.source
-        elif current and cell.cell_type == "code" and cell.source.startswith("def ") and current not in out:
-            fn = ast.parse(cell.source).body[0]
-            out[current] = (prompt, fn.name, [a.arg for a in fn.args.args])
-    return out
+    master = read_master(ROOT / "solutions" / f"{name}.md")
+    return {q.name: (q.prompt, q.function, q.parameters) for q in master.questions.values()}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -193,8 +182,8 @@ def test_float32_training_has_no_full_precision_copy(graded):
     g = graded["03_teacher_forcing"]
     asked = [
         (args, answer)
-        for (q, fn), args, answer in zip(g["questions_of"], g["reference"].args, g["reference"].answers)
-        if q == "q4"
+        for probe, args, answer in zip(g["questions_of"], g["reference"].args, g["reference"].answers)
+        if probe.question == "q4"
     ]
     float32 = [answer["copy"] for args, answer in asked if args[1] == 4]
     half = [(answer["copy"], args[0]) for args, answer in asked if args[1] == 2]
@@ -249,7 +238,7 @@ def test_planted_wrong_answers_fail_the_hidden_tests(graded, name):
     for q, answers in WRONG[name].items():
         for k, answer in enumerate(answers):
             score, reason = graded[name][f"wrong{k}"]["verdicts"][q]
-            assert score == 0, f"{name} {q}: planted wrong answer {k} scored {score}:\n{answer}"
+            assert score == 0, f"{name} {q}: planted wrong answer {k} scored {score}:\n{answer.source}"
             assert reason and "Traceback" not in reason and len(reason) < 300, reason
 
 
@@ -264,7 +253,7 @@ def public_checks(regenerated):
             "solution": str(regenerated / "variants" / name / "solved.ipynb")
             if (regenerated / "variants" / name / "solved.ipynb").exists()
             else None,
-            "answers": {q: list(map(str, answers)) for q, answers in WRONG[name].items()},
+            "answers": {q: [a.source for a in answers] for q, answers in WRONG[name].items()},
         }
         for name in NAMES
     ]
@@ -306,7 +295,7 @@ def test_planted_wrong_answers_fail_the_public_checks(public_checks, name):
             if answer.hardcoded:
                 continue
             if run["passed"]:
-                problems.append(f"{q}: grader.check passes planted answer {k}:\n{answer}")
+                problems.append(f"{q}: grader.check passes planted answer {k}:\n{answer.source}")
             elif answer.hint and answer.hint.lower() not in text.lower():
                 problems.append(
                     f"{q}: the hint for planted answer {k} does not name its mistake ({answer.hint!r}):\n{text}"
@@ -420,8 +409,8 @@ def test_hidden_reasons_do_not_print_the_hidden_inputs(graded, name):
             numbers = set().union(
                 *(
                     _scalars(list(args))
-                    for (question, _), args in zip(g["questions_of"], g["reference"].args)
-                    if question == q
+                    for probe, args in zip(g["questions_of"], g["reference"].args)
+                    if probe.question == q
                 )
             )
             shown = sorted(n for n in numbers if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", reason or ""))
@@ -429,37 +418,22 @@ def test_hidden_reasons_do_not_print_the_hidden_inputs(graded, name):
 
 
 def test_feedback_writes_each_learner_only_their_own_row(tmp_path, graded):
-    """`make feedback` (tools/feedback.py) writes one file per CSV row: that row's scores and
-    reasons, none of another row's, and no column but the learner's (an instructor's column stays out), under a
-    safe file name whatever the submission was called."""
-    import csv
-
+    """`make feedback` (tools/feedback.py) writes one file per submission of the results file beside the CSV:
+    that submission's scores and reasons, none of another's, and nothing but the learner's (an instructor's
+    field stays out), under a safe file name whatever the submission was called."""
     from tools import feedback
 
     g = graded["02_causal_mask"]
-    questions = g["exercise"].questions
     rows = []
     for submission, kind in [("alice.ipynb", "solved"), ("../bob.ipynb", "wrong1"), ("=cmd|x.ipynb", "wrong2")]:
-        verdicts = g[kind]["verdicts"]
-        rows.append(
-            {
-                "submission": submission,
-                **{q: verdicts[q][0] for q in questions},
-                "total": sum(s for s, _ in verdicts.values()),
-                "possible": float(len(questions)),
-                "status": "graded",
-                "reason": "; ".join(r for _, r in verdicts.values() if r),
-                "warnings": "",
-                "seconds": 1.0,
-                "instructor_only": "SECRET hidden inputs",
-            }
-        )
+        row = grade.empty_row(g["exercise"], submission)
+        row["verdicts"] = g[kind]["verdicts"]
+        rows.append(grade.settle(row))
+    data = grade.results_data(g["exercise"], rows)
+    data["submissions"][0]["instructor_only"] = "SECRET hidden inputs"
     path = tmp_path / "grades.csv"
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    written = feedback.write_feedback(path, tmp_path / "out", "02_causal_mask")
+    grade.results_path(path).write_text(json.dumps(data))
+    written = feedback.write_feedback(path, tmp_path / "out")
     names = sorted(p.name for p in written)
     # a plain name keeps its stem; another gets its cleaned stem and a hash after "~", never a folder
     assert "alice.md" in names and len(names) == 3 and all("/" not in n for n in names)
@@ -470,12 +444,28 @@ def test_feedback_writes_each_learner_only_their_own_row(tmp_path, graded):
     texts["bob.md"] = texts[bob]
     assert all("SECRET" not in t for t in texts.values())
     assert "Score: 6 out of 6" in texts["alice.md"] and "Score: 0 out of 6" in texts["bob.md"]
-    bob_reasons = [r for _, r in g["wrong1"]["verdicts"].values() if r]
-    # each reason reaches the learner whole, the kind of input included ("on a ..."), but for its label "qN (fn)"
-    unlabelled = [re.sub(r"^q\d+ \([^)]*\)\s*:?\s*", "", r) for r in bob_reasons]
-    assert bob_reasons and all(feedback._md(u) in texts["bob.md"] for u in unlabelled)
-    assert any(u.startswith("on ") for u in unlabelled), "no reason of this run names the kind of input"
-    assert not any(u in texts["alice.md"] for u in unlabelled)
+    assert texts["alice.md"].startswith("# Feedback on 02\\_causal\\_mask: alice.ipynb")
+    lost = [v for v in g["wrong1"]["verdicts"].values() if v.score == 0]
+    # each lost point reaches the learner whole: the kind of input it broke on, if one did, and what failed
+    shown = [feedback._md(f"on {v.on}: {v.why}" if v.on else v.why) for v in lost]
+    assert lost and all(f"| {v.question} | 0 | {s} |" in texts["bob.md"] for v, s in zip(lost, shown))
+    assert any(v.on for v in lost), "no reason of this run names the kind of input"
+    assert not any(v.why in texts["alice.md"] for v in lost)
+
+
+def test_feedback_refuses_a_csv_without_its_results(tmp_path):
+    """A CSV alone (an older run, or one copied without its results file) is refused with the fix."""
+    (tmp_path / "grades.csv").write_text('"submission","q1"\n"a.ipynb",1.0\n')
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.feedback", str(tmp_path / "grades.csv"), str(tmp_path / "out")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr
+    assert "grades.results.json not found" in run.stderr and "make grade" in run.stderr, run.stderr
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -490,3 +480,59 @@ def test_every_hidden_probe_says_what_kind_of_input_it_is(name):
         if len(entry) < 5 or not isinstance(entry[4], str) or not 3 <= len(entry[4]) <= 80
     ]
     assert space["PROBES"] and not unlabelled, f"{name}: probes without a `what=` label: {unlabelled}"
+
+
+def _master(tmp_path, *cells):
+    """A master of the given (kind, source) cells, written as Jupytext MyST."""
+    import jupytext
+
+    nb = nbformat.v4.new_notebook()
+    new = {"raw": nbformat.v4.new_raw_cell, "code": nbformat.v4.new_code_cell, "md": nbformat.v4.new_markdown_cell}
+    nb.cells = [new[kind](source) for kind, source in cells]
+    path = tmp_path / "99_made_up.md"
+    jupytext.write(nb, path, fmt="md:myst")
+    return path
+
+
+QUESTION = [
+    ("raw", "# BEGIN QUESTION\nname: q1\nall_or_nothing: true"),
+    ("md", "**Question 1.** Write `double(x)`."),
+    ("raw", "# BEGIN SOLUTION"),
+    ("code", "def double(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION"),
+    ("raw", "# END SOLUTION"),
+    ("raw", "# BEGIN TESTS"),
+    ("code", "assert double(2) == 4"),
+    ("raw", "# END TESTS"),
+    ("raw", "# END QUESTION"),
+]
+
+
+def test_the_master_reader_gives_each_cell_its_role(tmp_path):
+    hidden = [("raw", "# BEGIN HIDDEN"), ("code", '# PROBES\nprobe("q1", "double", 3, what="an odd x")')]
+    master = read_master(_master(tmp_path, *QUESTION, *hidden, ("raw", "# END HIDDEN"), ("md", "The end.")))
+    q = master.question("q1")
+    assert (q.function, q.parameters, q.solution) == ("double", ["x"], "def double(x):\n    return 2 * x")
+    assert [c.role for c in q.cells] == [
+        *["marker", "prompt", "marker", "solution", "marker", "marker", "test", "marker", "marker"],
+        *["marker", "probes", "marker", "text"],
+    ]
+    assert [c.hidden for c in master.cells].count(True) == 1 and master.hidden_sources("probes")
+    assert master.cells[3].solution_rows == {3}  # the row between the solution comments
+
+
+@pytest.mark.parametrize(
+    "cells, fault",
+    [
+        ([("raw", "# BEGIN HIDDEN"), ("code", "# PROBES")], "without # END HIDDEN"),
+        ([("raw", "# BEGIN HIDDEN"), ("md", "a note"), ("raw", "# END HIDDEN")], "neither # PROBES"),
+        ([("raw", "# END HIDDEN")], "outside a hidden block"),
+        ([("raw", "# BEGIN QUESTION\nall_or_nothing: true")], "without `name: qN`"),
+        ([*QUESTION, *QUESTION], "two questions named q1"),
+    ],
+)
+def test_a_malformed_master_is_refused_by_name(tmp_path, cells, fault):
+    from tools.master import MasterError
+
+    with pytest.raises(MasterError, match=re.escape(fault)) as raised:
+        read_master(_master(tmp_path, *cells))
+    assert "solutions/99_made_up.md" in str(raised.value)

@@ -317,7 +317,33 @@ def test_no_secret_of_the_grader_reaches_the_csv(batch):
     """Attack B: /proc/1/environ and every environment the sandbox sees hold nothing of the grader's."""
     assert SECRET.encode() not in batch["out"].read_bytes()
     assert SECRET.encode() not in grade.details_path(batch["out"]).read_bytes()
+    assert SECRET.encode() not in grade.results_path(batch["out"]).read_bytes()
     assert SECRET not in batch["result"].stdout + batch["result"].stderr
+
+
+def test_the_results_file_holds_what_the_csv_says_in_the_graders_kinds(batch):
+    """The structured results beside the CSV (what `make feedback` reads) hold one record per row, with the
+    row's scores, status and texts (the CSV's reason and warnings columns are their texts joined), and every
+    kind is one of the grader's own: it carries nothing the CSV does not."""
+    results = json.loads(grade.results_path(batch["out"]).read_text(encoding="utf-8"))
+    assert results["format"] == grade.RESULTS_FORMAT and results["exercise"] == EXERCISE
+    by_name = {grade.csv_cell(r["submission"]): r for r in results["submissions"]}
+    assert sorted(by_name) == sorted(batch["rows"]), "the results file and the CSV list other submissions"
+    for name, row in batch["rows"].items():
+        record = by_name[name]
+        assert record["status"] == row["status"] and record["total"] == row["total"], name
+        verdicts = record["questions"]
+        assert {q: v["score"] for q, v in verdicts.items()} == {q: row[q] for q in results["questions"]}, name
+        assert {v["kind"] for v in verdicts.values()} <= {None, *grade.VERDICT_KINDS}, name
+        assert {p["kind"] for p in record["problems"]} <= set(grade.PROBLEM_KINDS), name
+        assert {w["kind"] for w in record["warnings"]} <= set(grade.WARNING_KINDS), name
+        reasons = [p["text"] for p in record["problems"]] + [
+            grade.Verdict(q, v["score"], v["function"], v["kind"], v["why"], v["on"]).reason
+            for q, v in verdicts.items()
+            if v["why"]
+        ]
+        assert grade.csv_cell("; ".join(reasons)) == row["reason"], name
+        assert grade.csv_cell("; ".join(w["text"] for w in record["warnings"])) == row["warnings"], name
 
 
 def test_every_cell_is_safe_and_reads_with_the_default_field_limit(batch):
@@ -361,6 +387,9 @@ def test_reasons_never_show_hidden_inputs(batch, case):
     row = batch["rows"][f"{case['name']}.ipynb"]
     shown = " ".join(str(v) for v in row.values())
     assert case["absent"] not in shown, f"{case['name']}: the row shows {case['absent']!r}: {shown[:300]}"
+    results = json.loads(grade.results_path(batch["out"]).read_text(encoding="utf-8"))
+    [record] = [r for r in results["submissions"] if r["submission"] == f"{case['name']}.ipynb"]
+    assert case["absent"] not in json.dumps(record, ensure_ascii=False), f"{case['name']}: the results file shows it"
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -548,15 +577,21 @@ PROBES = [("q1", "crop", (1,), None, "a window that must crop"), ("q2", "loss", 
     exercise.probes = probes
     reference = grade.Reference(answers=[987654.25, (1, 2, 3)], args=[(1,), (2,)])
     questions_of = grade.probe_functions(exercise, reference)
-    assert questions_of == [("q1", "crop"), ("q2", "loss")]  # unpacks as (question, function)
-    assert [p.what for p in questions_of] == ["a window that must crop", None]
+    assert questions_of == [grade.Probe("q1", "crop", "a window that must crop"), grade.Probe("q2", "loss")]
     run = grade.Run(answers={0: {"float": 123456.5}, 1: {"list": [{"int": 1}]}}, finished=True)
     verdicts = grade.judge_run(exercise, reference, questions_of, run)
-    assert verdicts["q1"] == (0.0, "q1 (crop) on a window that must crop: the answer is wrong")
-    assert verdicts["q2"] == (0.0, "q2 (loss): the answer has the wrong number of items")
+    assert tuple(verdicts["q1"]) == (0.0, "q1 (crop) on a window that must crop: the answer is wrong")
+    assert verdicts["q1"] == grade.Verdict("q1", 0.0, "crop", "wrong", "the answer is wrong", "a window that must crop")
+    assert tuple(verdicts["q2"]) == (0.0, "q2 (loss): the answer has the wrong number of items")
     run = grade.Run(answers={0: {"raised": "ValueError: args were (1,) 987654"}, 1: {"missing": "loss"}})
     verdicts = grade.judge_run(exercise, reference, questions_of, run)
-    assert verdicts["q1"] == (0.0, "q1 (crop) on a window that must crop: raised ValueError")
+    assert tuple(verdicts["q1"]) == (0.0, "q1 (crop) on a window that must crop: raised ValueError")
+    assert verdicts["q1"].kind == "raised" and verdicts["q2"].kind == "missing"
+    run = grade.Run(answers={0: {"float": 987654.25}, 1: {"missing": "loss_was_1_2_3"}})  # a forged name
+    assert tuple(grade.judge_run(exercise, reference, questions_of, run)["q2"]) == (
+        0.0,
+        "q2 (loss): no function named loss",
+    )
     for got, want in [
         (
             judge.Tensor("torch.float32", np.zeros((7, 3)), False),
@@ -617,31 +652,14 @@ def test_feedback_files_map_one_to_one_whatever_the_order(order, tmp_path):
     of the rows, and Markdown in a row is shown as text."""
     from tools import feedback
 
-    rows = [
-        {
-            "submission": "honest_solved.ipynb",
-            "q1": "1.0",
-            "total": "1.0",
-            "possible": "1.0",
-            "status": "graded",
-            "reason": "",
-            "warnings": "",
-        },
-        {
-            "submission": " honest_solved.ipynb",
-            "q1": "0.0",
-            "total": "0.0",
-            "possible": "1.0",
-            "status": "graded",
-            "reason": "q1 (f): raised <img src=x> **ValueError**",
-            "warnings": "",
-        },
-    ][::order]
+    exercise = grade.Exercise("x", ["q1"], "", {}, b"")
+    honest, spaced = grade.empty_row(exercise, "honest_solved.ipynb"), grade.empty_row(exercise, " honest_solved.ipynb")
+    honest["verdicts"] = {"q1": grade.Verdict("q1", 1.0, "f")}
+    spaced["verdicts"] = {"q1": grade.Verdict("q1", 0.0, "f", "raised", "raised <img src=x> **ValueError**")}
+    data = grade.results_data(exercise, [grade.settle(honest), grade.settle(spaced)])
+    data["submissions"] = data["submissions"][::order]
     path = tmp_path / "g.csv"
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    grade.results_path(path).write_text(json.dumps(data))
     written = {p.name: p.read_text() for p in feedback.write_feedback(path, tmp_path / "out")}
     assert len(written) == 2 and "Score: 1 out of 1" in written["honest_solved.md"]
     other = next(text for name, text in written.items() if name != "honest_solved.md")
@@ -686,8 +704,8 @@ def test_a_lookup_table_of_leaked_inputs_scores_nothing_on_a_fresh_run(tmp_path)
     reference = grade.reference_answers(leaked, 120)
     questions_of = grade.probe_functions(leaked, reference)
     table = {}
-    for (_question, function), args, answer in zip(questions_of, reference.args, reference.answers):
-        table.setdefault(function, {})[repr(tuple(args))] = answer
+    for probe, args, answer in zip(questions_of, reference.args, reference.answers):
+        table.setdefault(probe.function, {})[repr(tuple(args))] = answer
     lines = [
         "TABLE = "
         + repr({f: {k: (int(v) if type(v) is int else float(v)) for k, v in d.items()} for f, d in table.items()})

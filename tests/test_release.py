@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jupytext
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 from tools import release
+from tools.master import read_master
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +68,8 @@ def test_the_leak_check_finds_a_statement_wrapped_another_way(tmp_path):
         solution, _ = release.master_secrets(master)
         wrapped += [
             code
-            for cell in jupytext.read(master).cells
-            if cell.cell_type == "code"
+            for cell in read_master(master).cells
+            if cell.kind == "code"
             for first, last, code in release.statements(cell.source)
             if last > first and release.squeeze(code) in solution and release.squeeze(code) not in public
         ]

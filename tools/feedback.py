@@ -1,77 +1,71 @@
-"""Write one feedback file per submission from a grading CSV, to hand each learner their own row.
+"""Write one feedback file per submission from a grading run's results, to hand each learner their own.
 
     python -m tools.feedback grades.csv feedback/            # or: make feedback CSV=grades.csv OUT=feedback/
-    python -m tools.feedback grades.csv feedback/ --exercise 02_causal_mask
+    python -m tools.feedback grades.results.json feedback/ --exercise 02_causal_mask
 
-`tools/grade.py` writes one CSV row per submission: the score of each question, the total, a status, the
-reasons for the lost points, warnings and the seconds. This command writes `OUT/<submission>.md` for each
-row: that learner's scores, question by question, with the reason for each lost point (a reason names the
-question, the property that failed and the kind of input that broke it, never the hidden input itself), and
-the row's warnings. Only those columns are copied: any other column of the CSV (an instructor's note, the
-seconds) stays out. A learner gets nothing of another learner's row.
+`tools/grade.py` writes, beside its CSV, the structured results of the run (`grades.csv` ->
+`grades.results.json`): per submission its status, its problems and warnings, and per question the score and,
+for a lost point, the kind of fault, what failed and the kind of input that broke it, each in the grader's own
+words. This command reads that file (given the CSV's path, it reads the results beside it; it refuses, with
+the fix, a CSV without them) and writes `OUT/<submission>.md` for each submission: its scores, question by
+question, with the reason for each lost point (never the hidden input itself), and its warnings. Nothing else
+is copied, and a learner gets nothing of another learner's results.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
+import json
 import re
 import sys
 from pathlib import Path
 
-from tools.grade import FORMULA_STARTS
+from tools.grade import RESULTS_FORMAT, results_path
+from tools.judge import clean
 
-QUESTION = re.compile(r"^q\d+$")
 CLEAN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # a submission name kept as it is
 MARKDOWN = re.compile(r"([\\`*_\[\]<>|#!~{}])")  # characters Markdown would read as markup
-MAX_FIELD = 2000  # characters of a reason or warnings cell copied into a feedback file
+MAX_FIELD = 2000  # characters of one text copied into a feedback file
 
 
-def question_reasons(reason: str) -> dict[str, list[str]]:
-    """{question: [reasons]} from a row's reason cell, whose parts read 'q2 (function): what failed'."""
-    out, current = {}, None
-    for part in re.split(r";\s+(?=q\d+ \()", reason or ""):
-        found = re.match(r"(q\d+) \(", part)
-        current = found.group(1) if found else current
-        out.setdefault(current or "", []).append(part.strip())
-    return out
+def _text(value: object) -> str:
+    """A text of the results as one line of printable text, capped, shown as itself in Markdown."""
+    return _md(clean("" if value is None else value, MAX_FIELD))
 
 
-def _plain(text: str) -> str:
-    """A CSV cell as one line of text: control characters and the spreadsheet guard quote removed, capped."""
-    text = re.sub(r"[\x00-\x1f\x7f]", " ", text or "")
-    if len(text) > 1 and text[0] == "'" and text[1:].startswith(FORMULA_STARTS):  # the grader's guard quote
-        text = text[1:]
-    return text[:MAX_FIELD]
+def _number(value: object) -> str:
+    return f"{value:g}" if type(value) in (int, float) else "?"
 
 
-def _number(text: str) -> str:
-    try:
-        return f"{float(text):g}"
-    except (TypeError, ValueError):
-        return _plain(text) or "?"
+def _why(verdict: dict) -> str:
+    """What went wrong with one question, as the table shows it: the kind of input, then what failed."""
+    if not isinstance(verdict, dict) or verdict.get("kind") is None:
+        return ""
+    if verdict.get("kind") == "not-graded":
+        return "not graded (see below)"
+    on = f"on {verdict['on']}: " if verdict.get("on") else ""
+    return f"{on}{verdict.get('why') or ''}"
 
 
-def feedback_text(row: dict, questions: list[str], exercise: str | None = None) -> str:
-    """The Markdown feedback of one CSV row."""
-    name = _md(_plain(row.get("submission", "")))
-    reasons = question_reasons(_plain(row.get("reason", "")))
-    lines = [f"# Feedback{f' on {_md(exercise)}' if exercise else ''}: {name}", ""]
+def feedback_text(submission: dict, questions: list[str], exercise: str | None = None) -> str:
+    """The Markdown feedback of one submission of the results file."""
+    title = f" on {_text(exercise)}" if exercise else ""
+    lines = [f"# Feedback{title}: {_text(submission.get('submission', ''))}", ""]
     lines.append(
-        f"Score: {_md(_number(row.get('total')))} out of {_md(_number(row.get('possible')))} "
-        f"({_md(_plain(row.get('status', '')) or 'graded')})."
+        f"Score: {_number(submission.get('total'))} out of {_number(submission.get('possible'))} "
+        f"({_text(submission.get('status')) or 'graded'})."
     )
     lines += ["", "| question | score | what went wrong |", "|---|---|---|"]
+    verdicts = submission.get("questions") if isinstance(submission.get("questions"), dict) else {}
     for q in questions:
-        # the table names the question: drop its label "qN (function)", keep the kind of input and the reason
-        why = " ".join(re.sub(rf"^{q} \([^)]*\)\s*:?\s*", "", r) for r in reasons.pop(q, []))
-        lines.append(f"| {q} | {_md(_number(row.get(q)))} | {_md(why)} |")
-    rest = [r for parts in reasons.values() for r in parts if r]
-    if rest:
-        lines += ["", "Also: " + _md("; ".join(rest))]
-    if _plain(row.get("warnings", "")):
-        lines += ["", f"Warnings: {_md(_plain(row['warnings']))}"]
+        verdict = verdicts.get(q) if isinstance(verdicts.get(q), dict) else {}
+        lines.append(f"| {_text(q)} | {_number(verdict.get('score'))} | {_text(_why(verdict))} |")
+    for key, label in (("problems", "Also"), ("warnings", "Warnings")):
+        items = submission.get(key) if isinstance(submission.get(key), list) else []
+        texts = [item.get("text") for item in items if isinstance(item, dict) and item.get("text")]
+        if texts:
+            lines += ["", f"{label}: " + _text("; ".join(map(str, texts)))]
     lines += [
         "",
         "The grade calls your functions on inputs you have not seen. Each reason says what kind of input "
@@ -100,38 +94,61 @@ def file_name(submission: str, taken: set | None = None) -> str:
     path = f"{stem}.md"
     if taken is not None:
         if path in taken:
-            raise ValueError(f"two rows of the CSV are both named {_plain(name)!r}")
+            raise ValueError(f"two submissions of the results are both named {clean(name, 200)!r}")
         taken.add(path)
     return path
 
 
-def write_feedback(csv_path, out_folder, exercise=None) -> list[Path]:
-    """Write one feedback file per row of `csv_path` into `out_folder`; return their paths."""
-    with open(csv_path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        if not reader.fieldnames or "submission" not in reader.fieldnames:
-            raise ValueError(f"{csv_path}: not a grading CSV of tools/grade.py (no 'submission' column)")
-        questions = [c for c in reader.fieldnames if QUESTION.match(c)]
-        rows = list(reader)
+def read_results(path: str | Path) -> dict:
+    """The results of a grading run, from their file or from the CSV they were written beside. Raises
+    ValueError, saying what to do, for a CSV without its results file or a file that is not one."""
+    path = Path(path)
+    results = path if path.name.endswith(".results.json") else results_path(path)
+    if not results.exists():
+        raise ValueError(
+            f"{results} not found: feedback reads the structured results tools/grade.py writes beside its CSV "
+            f"({path.name} -> {results.name}); grade the folder again with `make grade` (a CSV alone is not read)"
+        )
+    try:
+        data = json.loads(results.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ValueError(f"{results}: not a results file of tools/grade.py ({type(err).__name__})") from None
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != RESULTS_FORMAT
+        or not isinstance(data.get("submissions"), list)
+    ):
+        raise ValueError(f"{results}: not a results file of tools/grade.py (format {RESULTS_FORMAT})")
+    return data
+
+
+def write_feedback(path: str | Path, out_folder: str | Path, exercise: str | None = None) -> list[Path]:
+    """Write one feedback file per submission of the results of `path` (the CSV or its results file) into
+    `out_folder`; return their paths. The title names `exercise`, else the exercise the results name."""
+    data = read_results(path)
+    questions = [q for q in data.get("questions", []) if isinstance(q, str)]
+    exercise = exercise or (data.get("exercise") if isinstance(data.get("exercise"), str) else None)
     out = Path(out_folder)
     out.mkdir(parents=True, exist_ok=True)
     taken, written = set(), []
-    for row in rows:
-        path = out / file_name(row.get("submission", ""), taken)
-        path.write_text(feedback_text(row, questions, exercise), encoding="utf-8")
-        written.append(path)
+    for submission in data["submissions"]:
+        if not isinstance(submission, dict):
+            raise ValueError(f"{path}: a submission of the results is not a record")
+        target = out / file_name(str(submission.get("submission", "")), taken)
+        target.write_text(feedback_text(submission, questions, exercise), encoding="utf-8")
+        written.append(target)
     return written
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("csv", help="the grading CSV written by tools/grade.py")
+    parser.add_argument("results", help="the grading CSV of tools/grade.py (its results file beside it), or that file")
     parser.add_argument("out", help="the folder to write one feedback file per submission into")
-    parser.add_argument("--exercise", help="the exercise's name, for the files' titles")
+    parser.add_argument("--exercise", help="the exercise's name, for the files' titles (default: the results')")
     args = parser.parse_args(argv)
     try:
-        written = write_feedback(args.csv, args.out, args.exercise)
-    except (OSError, ValueError, csv.Error) as err:
+        written = write_feedback(args.results, args.out, args.exercise)
+    except (OSError, ValueError) as err:
         sys.exit(f"feedback: {err}")
     print(f"{len(written)} feedback files written to {args.out}")
 

@@ -30,6 +30,11 @@ a carriage return) is prefixed with a quote (OWASP's rule against CSV injection)
 warnings, which go back to learners, never show the hidden inputs, nor anything the submission
 printed or raised that could carry them: exception types, not their messages. The messages go
 to a second file for the instructor only, beside the CSV (grades.csv -> grades.details.csv).
+
+Beside the CSV, the same results as data (grades.csv -> grades.results.json, read by tools/feedback.py):
+per submission its status, scores, problems and warnings, and per question a `Verdict` (score, the kind of
+fault, what failed, the kind of input), each text in the grader's words and each kind from a fixed set.
+The CSV's reason and warnings columns are those texts joined, for a spreadsheet.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import tempfile
 import threading
 import time
 import zipfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,14 +93,14 @@ class Exercise:
 SEED_LINE = "SEED = 0\n"  # in probes.py's prelude (tools/make_exercises.py): replaced by each run's own seed
 
 
-def with_seed(probes, seed):
+def with_seed(probes: str, seed: int) -> str:
     """probes.py with this run's seed for its fresh inputs."""
     if SEED_LINE not in probes:
         raise GradingError("the autograder zip predates fresh inputs: run `make exercises`")
     return probes.replace(SEED_LINE, f"SEED = {int(seed)}\n", 1)
 
 
-def load_exercise(autograder_zip, seed=None):
+def load_exercise(autograder_zip: str | Path, seed: int | None = None) -> Exercise:
     """An exercise's grading files from its autograder zip (written by tools/make_exercises.py), its fresh
     inputs drawn from `seed` (a new one when None)."""
     try:
@@ -125,7 +131,7 @@ def load_exercise(autograder_zip, seed=None):
     return Exercise(meta["name"], meta["questions"], probes, checks, solution, template, seed)
 
 
-def question_names(autograder_zip):
+def question_names(autograder_zip: str | Path) -> list[str]:
     """The questions of an exercise (q1, q2, ...)."""
     return load_exercise(autograder_zip).questions
 
@@ -145,7 +151,13 @@ class Run:
     seconds: float = 0.0
 
 
-def run_notebook(exercise, notebook_bytes, timeout, with_args=False, read=None):
+def run_notebook(
+    exercise: Exercise,
+    notebook_bytes: bytes,
+    timeout: float,
+    with_args: bool = False,
+    read: Callable[[Path], Run] | None = None,
+) -> Run:
     """Run a notebook and the exercise's probes in a fresh sandbox; return what it printed, as a Run (never
     raises for anything the notebook does). `read(path)` reads the answers' file instead of `_read_output`."""
     work = Path(tempfile.mkdtemp(prefix="grade-"))
@@ -159,7 +171,7 @@ def run_notebook(exercise, notebook_bytes, timeout, with_args=False, read=None):
         for p in (work, grading, *grading.iterdir()):
             p.chmod(0o755 if p.is_dir() else 0o644)
         argv = [
-            str(Path(sys.prefix) / "bin" / "python"),
+            str(Path(sys.prefix).resolve() / "bin" / "python"),  # the venv as bound (it may be a link)
             "-I",
             "/grading/grade_runner.py",
             "/grading/submission.ipynb",
@@ -212,12 +224,12 @@ class Reference:
     args: list  # decoded arguments
 
 
-def reference_answers(exercise, timeout):
+def reference_answers(exercise: Exercise, timeout: float) -> Reference:
     """The solution's answers on the hidden inputs, computed in a sandbox like every submission's."""
     return reference_from_run(exercise, run_notebook(exercise, exercise.solution, max(timeout, 120), with_args=True))
 
 
-def reference_from_run(exercise, run):
+def reference_from_run(exercise: Exercise, run: Run) -> Reference:
     """The Reference that a run of the solution notebook (with its arguments) gives; raises GradingError if
     the solution did not answer every probe."""
     if not run.finished:
@@ -236,32 +248,76 @@ def reference_from_run(exercise, run):
     return Reference(answers, args)
 
 
-class Probe(tuple):
-    """`(question, function)` of one probe, with `.what`, the master's description of its input or None."""
+@dataclass(frozen=True)
+class Probe:
+    """One hidden call as probes.py lists it: the question, the name of the learner's function it calls, and
+    `what`, the master's description of its input ("a window that must crop") or None."""
 
-    def __new__(cls, question, function, what=None):
-        self = super().__new__(cls, (question, function))
-        self.what = what
-        return self
+    question: str
+    function: str
+    what: str | None = None
 
 
-def judge_run(exercise, reference, questions_of, run):
-    """{question: (score, reason or None)} for one run, decided here from its printed answers.
+# What went wrong with a question, as the results file names it (`Verdict.kind`): None is full marks.
+VERDICT_KINDS = {
+    "no-probe": "the master gives the question no hidden test",
+    "timeout": "the run ended at the time limit before this question was answered",
+    "not-called": "the notebook stopped before the function was called",
+    "unreadable": "an answer the grader cannot read",
+    "raised": "the function raised",
+    "missing": "no function of that name",
+    "wrong": "an answer or a property differs from the solution's",
+    "not-graded": "the whole submission could not be graded (its problems say why)",
+}
 
-    `questions_of[i]` is the `Probe` `(question, function)` of probe i (see `probe_functions`); its `.what`, when
-    the master gives it, says what kind of input the probe is ("a window that must crop"), and a reason about
-    that probe names it; the input itself never appears in a reason."""
+
+@dataclass(frozen=True)
+class Verdict:
+    """The grade of one question of one submission, in the grader's own words only: its `score`, and for a lost
+    point its `kind` (one of VERDICT_KINDS), `why` (what failed) and `on` (the description of the probe that
+    broke it, if one did). `reason` is the one line the CSV shows; a Verdict unpacks as (score, reason)."""
+
+    question: str
+    score: float
+    function: str = "?"
+    kind: str | None = None
+    why: str | None = None
+    on: str | None = None
+
+    @property
+    def reason(self) -> str | None:
+        if self.why is None:
+            return None
+        on = f" on {self.on}" if self.on else ""
+        return judge.clean(f"{self.question} ({self.function}){on}: {self.why}", MAX_REASON)
+
+    def __iter__(self):
+        return iter((self.score, self.reason))
+
+    def data(self) -> dict:
+        """The verdict as the results file holds it."""
+        return {"score": self.score, "function": self.function, "kind": self.kind, "on": self.on, "why": self.why}
+
+
+def judge_run(exercise: Exercise, reference: Reference, questions_of: list[Probe], run: Run) -> dict[str, Verdict]:
+    """{question: Verdict} for one run, decided here from its printed answers.
+
+    `questions_of[i]` is the `Probe` of probe i (see `probe_functions`); its `what`, when the master gives it,
+    says what kind of input the probe is ("a window that must crop"), and a verdict about that probe names it;
+    the input itself never appears in a reason."""
     out = {}
     for q in exercise.questions:
-        indices = [i for i, record in enumerate(questions_of) if record[0] == q]
-        function = questions_of[indices[0]][1] if indices else "?"
-        at = ""
+        probes = [(i, p) for i, p in enumerate(questions_of) if p.question == q]
+        function = probes[0][1].function if probes else "?"
+        on, kind = None, "wrong"
         try:
-            if not indices:
+            if not probes:
+                kind = "no-probe"
                 raise judge.Wrong("has no hidden test")  # a broken master; never a free point
             got = []
-            for i in indices:
+            for i, _ in probes:
                 if i not in run.answers:
+                    kind = "timeout" if run.timed_out else "not-called"
                     raise judge.Wrong(
                         "did not finish within the time limit"
                         if run.timed_out
@@ -270,33 +326,37 @@ def judge_run(exercise, reference, questions_of, run):
                 try:
                     got.append(judge.decode(run.answers[i]))
                 except (judge.Malformed, RecursionError, TypeError, ValueError, OverflowError):
+                    kind = "unreadable"
                     raise judge.Wrong("gave an answer the grader cannot read") from None
-            want = [reference.answers[i] for i in indices]
-            args = [reference.args[i] for i in indices]
-            for i, g in zip(indices, got):  # the same message for these whatever the check
-                if isinstance(g, (judge.Raised, judge.Missing)):
-                    at = _on(questions_of[i])
+            want = [reference.answers[i] for i, _ in probes]
+            args = [reference.args[i] for i, _ in probes]
+            for (_, probe), g in zip(probes, got):  # the same message for these whatever the check
+                if isinstance(g, judge.Raised):
+                    on, kind = probe.what, "raised"
                     judge.same(g, None)
+                if isinstance(g, judge.Missing):  # the name the probe asks for, not the one printed
+                    on, kind = probe.what, "missing"
+                    judge.same(judge.Missing(probe.function), None)
             check = exercise.checks.get(f"check_{q}")
             if check:
                 check(got, want, args)
             else:
-                for i, g, w in zip(indices, got, want):
-                    at = _on(questions_of[i])
+                for (_, probe), g, w in zip(probes, got, want):
+                    on = probe.what
                     judge.same(g, w)
-            out[q] = (1.0, None)
+            out[q] = Verdict(q, 1.0, function)
         except judge.Wrong as wrong:
-            out[q] = (0.0, judge.one_line(f"{q} ({function}){at}: {wrong}", MAX_REASON))
+            out[q] = Verdict(q, 0.0, function, kind, judge.clean(wrong, MAX_REASON), on)
     return out
 
 
-def details_of(exercise, questions_of, run):
+def details_of(exercise: Exercise, questions_of: list[Probe], run: Run) -> list[tuple[str, str]]:
     """[(question or "cell N", message)]: what the learner's code raised, for the instructor only (the details
     file), since a message may carry the hidden inputs."""
-    out = [(f"cell {judge.one_line(e.get('cell'), 10)}", judge.one_line(e.get("error"), 300)) for e in run.cell_errors]
+    out = [(f"cell {judge.clean(e.get('cell'), 10)}", judge.clean(e.get("error"), 300)) for e in run.cell_errors]
     for q in exercise.questions:
         for i, probe in enumerate(questions_of):
-            if probe[0] == q and i in run.answers:
+            if probe.question == q and i in run.answers:
                 try:
                     value = judge.decode(run.answers[i])
                 except (judge.Malformed, RecursionError, TypeError, ValueError):
@@ -311,12 +371,6 @@ def _cell_name(number):
     """'cell 3' for a cell number the runner reported, else 'a cell' (the channel can be forged: only an int of the
     notebook's size is the grader's own word)."""
     return f"cell {number}" if type(number) is int and 0 < number <= 100_000 else "a cell"
-
-
-def _on(probe):
-    """' on a window that must crop' for a probe whose master describes its input, else ''."""
-    what = getattr(probe, "what", None)
-    return f" on {what}" if what else ""
 
 
 def _warning_for(exercise, notebook):
@@ -343,7 +397,7 @@ KINDS = {
 }
 
 
-def read_submission(path):
+def read_submission(path: str | Path) -> bytes:
     """The bytes of a submitted file, read without trusting it: `lstat` first, only a regular file is opened
     (O_NOFOLLOW | O_NONBLOCK, so that neither a link nor a FIFO is followed or waited on), its type and size are
     checked again on the open descriptor, and at most MAX_NOTEBOOK bytes are read. Raises NotGradable."""
@@ -383,21 +437,16 @@ def read_submission(path):
         os.close(fd)
 
 
-def printable(text):
-    """The text with every character that does not print (control characters, line breaks) as its escape."""
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-
-
-def display_name(name):
+def display_name(name: str) -> str:
     """A file name as printable text: bytes that are not UTF-8 and control characters written as escapes."""
-    return printable(os.fsencode(name).decode("utf-8", "backslashreplace"))
+    return judge.clean(os.fsencode(name).decode("utf-8", "backslashreplace"), escape=True)
 
 
-def csv_cell(value):
+def csv_cell(value: object) -> str | int | float:
     """A cell as the CSV holds it: one line of printable text, at most MAX_CELL characters, never a formula."""
     if isinstance(value, (int, float)):
         return value
-    text = printable(str(value))
+    text = judge.clean(value, escape=True)
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 12] + " [truncated]"
     # a spreadsheet that splits on ';' or '|' (or a tab, escaped already) starts a cell after it: guard those too
@@ -405,7 +454,34 @@ def csv_cell(value):
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def empty_row(exercise, name):
+@dataclass(frozen=True)
+class Finding:
+    """A problem of a whole submission (it could not be graded, or not fully) or a warning about it, in the
+    grader's own words: `kind` names it for a program (PROBLEM_KINDS, WARNING_KINDS), `text` for the learner."""
+
+    kind: str
+    text: str
+
+
+PROBLEM_KINDS = {
+    "not-gradable": "a folder entry that is not a regular file of a readable size",
+    "not-a-notebook": "a file that does not read as a notebook",
+    "too-costly": "reading or judging it went over the grader's CPU or memory bounds",
+    "crashed": "the grading run ended early or its channel was tampered with",
+    "timeout": "the run was stopped at the time limit (answers given before it count)",
+    "grader-fault": "the grader itself failed on this notebook",
+}
+WARNING_KINDS = {
+    "metadata": "the notebook lost its otter metadata, or names another exercise",
+    "cell-raised": "a cell of the notebook raised",
+    "by-hand": "a question asks for the learner's own code and the definition reaches a forbidden name",
+    "hard-link": "the same file as another submission",
+}
+
+
+def empty_row(exercise: Exercise, name: str) -> dict:
+    """A row that scores 0 on every question; `verdicts`, `problems` and `warning_items` are its structured
+    results (the results file), from which `settle` writes the CSV's reason and warnings columns."""
     return {
         "submission": display_name(name),
         **{q: 0.0 for q in exercise.questions},
@@ -415,30 +491,57 @@ def empty_row(exercise, name):
         "reason": "",
         "warnings": "",
         "seconds": 0.0,
+        "verdicts": {},
+        "problems": [],
+        "warning_items": [],
     }
 
 
-def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOUT):
-    """Grade one notebook; return its CSV row as a dict (never raises for anything in the notebook)."""
+def settle(row: dict) -> dict:
+    """The row's scores, total and CSV text columns from its structured results: the reason column is the
+    problems, then each lost point's one-line reason; the warnings column each warning, joined by '; '."""
+    row.update({q: v.score for q, v in row["verdicts"].items()})
+    row["total"] = sum(v.score for v in row["verdicts"].values())
+    reasons = [p.text for p in row["problems"]] + [v.reason for v in row["verdicts"].values() if v.reason]
+    row["reason"] = "; ".join(reasons)
+    row["warnings"] = "; ".join(w.text for w in row["warning_items"])
+    return row
+
+
+def _not_graded(row, kind, text):
+    row["status"] = "error"
+    row["problems"].append(Finding(kind, text))
+    return settle(row)
+
+
+def _too_costly(what):
+    return (
+        f"could not be graded: {what} took more than {JUDGE_SECONDS} s or "
+        f"{JUDGE_MEMORY / 2**30:.0f} GiB; every question scored 0"
+    )
+
+
+def grade_notebook(
+    exercise: Exercise,
+    reference: Reference,
+    questions_of: list[Probe],
+    submission: str | Path,
+    timeout: float = TIMEOUT,
+) -> dict:
+    """Grade one notebook; return its row as a dict: the CSV's columns and the structured results (never raises
+    for anything in the notebook)."""
     submission = Path(submission)
     row = empty_row(exercise, submission.name)
     try:
         data = read_submission(submission)
     except NotGradable as why:
-        row.update(status="error", reason=f"not graded: {why}; every question scored 0")
-        return row
+        return _not_graded(row, "not-gradable", f"not graded: {why}; every question scored 0")
     parsed = bounded(_parse_notebook, exercise, data)
     if parsed is None:
-        row.update(
-            status="error",
-            reason=f"could not be graded: reading the notebook took more than "
-            f"{JUDGE_SECONDS} s or {JUDGE_MEMORY / 2**30:.0f} GiB; every question scored 0",
-        )
-        return row
-    problem, warning, data = parsed
+        return _not_graded(row, "too-costly", _too_costly("reading the notebook"))
+    problem, warnings, data = parsed
     if problem:
-        row.update(status="error", reason=f"not a readable notebook ({problem}); every question scored 0")
-        return row
+        return _not_graded(row, "not-a-notebook", f"not a readable notebook ({problem}); every question scored 0")
     judged = {}
 
     def read_and_judge(path):
@@ -452,34 +555,23 @@ def grade_notebook(exercise, reference, questions_of, submission, timeout=TIMEOU
     run = run_notebook(exercise, data, timeout, read=read_and_judge)
     result = judged.get("result")
     row["seconds"] = round(run.seconds, 1)
-    warnings = [warning]
+    row["warning_items"] = list(warnings)
     if result is None:
-        row["warnings"] = warning
-        row.update(
-            status="error",
-            reason=f"could not be graded: judging its answers took more than "
-            f"{JUDGE_SECONDS} s or {JUDGE_MEMORY / 2**30:.0f} GiB; every question scored 0",
-        )
-        return row
+        return _not_graded(row, "too-costly", _too_costly("judging its answers"))
     run, verdicts, details = result
     if run.cell_errors:
         first = run.cell_errors[0]
         more = f" (and {run.n_cell_errors - 1} more)" if run.n_cell_errors > 1 else ""
-        error = judge.error_kind(judge.one_line(first.get("error"), 300))  # not the message: it may carry the
-        warnings.append(f"{_cell_name(first.get('cell'))} raised {error}{more}")  # hidden inputs
-    row["warnings"] = "; ".join(w for w in warnings if w)
+        error = judge.error_kind(judge.clean(first.get("error"), 300))  # not the message: it may carry the
+        row["warning_items"].append(Finding("cell-raised", f"{_cell_name(first.get('cell'))} raised {error}{more}"))
     if run.crashed:
-        row.update(status="error", reason=f"could not be graded: {run.crashed}; every question scored 0")
-        return row
+        return _not_graded(row, "crashed", f"could not be graded: {run.crashed}; every question scored 0")
     row["details"] = details
-    row.update({q: score for q, (score, _) in verdicts.items()})
-    row["total"] = sum(score for score, _ in verdicts.values())
-    reasons = [reason for _, reason in verdicts.values() if reason]
+    row["verdicts"] = verdicts
     if run.timed_out:
         row["status"] = "timeout"
-        reasons.insert(0, f"stopped after {timeout:g} s (an endless loop?)")
-    row["reason"] = "; ".join(reasons)
-    return row
+        row["problems"].append(Finding("timeout", f"stopped after {timeout:g} s (an endless loop?)"))
+    return settle(row)
 
 
 # The questions that ask for a computation by hand, and what their definitions must not reach. An in-process
@@ -589,7 +681,7 @@ def _reached(definitions, defined, aliases):
     return reached
 
 
-def by_hand_warnings(exercise_name, notebook, template_sources):
+def by_hand_warnings(exercise_name: str, notebook: dict, template_sources: frozenset) -> list[str]:
     """One warning per question of BY_HAND whose definition, in the learner's own cells (not those of the
     exercise's template), reaches a forbidden name or looks names up dynamically; in the grader's words."""
     rules = BY_HAND.get(exercise_name)
@@ -607,7 +699,7 @@ def by_hand_warnings(exercise_name, notebook, template_sources):
 
 
 def _parse_notebook(exercise, data):
-    """(problem or "", warning, bytes to run): a submission read as a notebook. A UTF-8 byte-order mark, which
+    """(problem or "", [warning Finding], bytes to run): a submission read as a notebook. A UTF-8 byte-order mark, which
     some editors write, is dropped."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -616,9 +708,11 @@ def _parse_notebook(exercise, data):
         if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
             raise ValueError("no list of cells")
     except (ValueError, RecursionError) as err:
-        return judge.error_kind(type(err).__name__), "", data
-    warnings = [_warning_for(exercise, notebook), *by_hand_warnings(exercise.name, notebook, exercise.template)]
-    return "", "; ".join(w for w in warnings if w), data
+        return judge.error_kind(type(err).__name__), [], data
+    metadata = _warning_for(exercise, notebook)
+    warnings = [Finding("metadata", metadata)] if metadata else []
+    warnings += [Finding("by-hand", w) for w in by_hand_warnings(exercise.name, notebook, exercise.template)]
+    return "", warnings, data
 
 
 def _read_and_judge(exercise, reference, questions_of, path):
@@ -631,7 +725,7 @@ def _read_and_judge(exercise, reference, questions_of, path):
     return run, verdicts, details
 
 
-def bounded(fn, *args, seconds=JUDGE_SECONDS, memory=JUDGE_MEMORY):
+def bounded(fn: Callable, *args: object, seconds: int = JUDGE_SECONDS, memory: int = JUDGE_MEMORY) -> object:
     """fn(*args) computed in a forked child with its own limits (CPU seconds, address space beyond the grader's
     own), its result sent back pickled; None if the child runs out of either or dies. The grader's threads go on
     meanwhile: the parent only waits on a pipe."""
@@ -653,7 +747,7 @@ def bounded(fn, *args, seconds=JUDGE_SECONDS, memory=JUDGE_MEMORY):
             except MemoryError:
                 raise
             except Exception as err:  # a fault of the grader's code: the caller says so in the row
-                payload = pickle.dumps(("fault", f"{type(err).__name__}: {judge.one_line(err, 200)}"))
+                payload = pickle.dumps(("fault", f"{type(err).__name__}: {judge.clean(err, 200)}"))
             with os.fdopen(write_end, "wb") as out:
                 out.write(payload)
             code = 0
@@ -683,11 +777,12 @@ def bounded(fn, *args, seconds=JUDGE_SECONDS, memory=JUDGE_MEMORY):
 
 
 class CsvOut:
-    """The CSV, a row appended as each submission finishes; rewritten sorted by name at the end. Every cell
-    goes through `csv_cell`."""
+    """The CSV, a row appended as each submission finishes; rewritten sorted by name at the end, with the
+    results file and the details file beside it. Every cell goes through `csv_cell`."""
 
-    def __init__(self, path, columns, seed=0):
-        self.path, self.columns, self.lock, self.seed = Path(path), columns, threading.Lock(), seed
+    def __init__(self, path, exercise):
+        columns = ["submission", *exercise.questions, *COLUMNS_AFTER]
+        self.path, self.columns, self.lock, self.exercise = Path(path), columns, threading.Lock(), exercise
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.file = open(self.path, "w", newline="", encoding="utf-8")
         self.writer = csv.DictWriter(self.file, columns, extrasaction="ignore", quoting=csv.QUOTE_NONNUMERIC)
@@ -711,22 +806,74 @@ class CsvOut:
             writer.writeheader()
             writer.writerows(self._clean(r) for r in rows)
         os.replace(tmp, self.path)
+        write_results(results_path(self.path), self.exercise, rows)
         with open(details_path(self.path), "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow(["submission", "where", "detail"])
-            writer.writerow(["(this run)", "seed", f"fresh inputs drawn from seed {self.seed} (--seed repeats them)"])
+            seed = self.exercise.seed
+            writer.writerow(["(this run)", "seed", f"fresh inputs drawn from seed {seed} (--seed repeats them)"])
             for row in rows:
                 for where, detail in row.get("details", []):
                     writer.writerow([csv_cell(row["submission"]), csv_cell(where), csv_cell(detail)])
 
 
-def details_path(out_csv):
+RESULTS_FORMAT = "course-grading-results/1"
+
+
+def results_data(exercise: Exercise, rows: list[dict]) -> dict:
+    """The structured results of a batch, as the results file holds them (docs/instructors.md): per submission
+    its status, scores, and per question the score and, for a lost point, the kind of fault, what failed and
+    on what kind of input; its problems and warnings, each with its kind. Every text is the grader's own."""
+
+    def question(row, q):
+        verdict = row["verdicts"].get(q)
+        if verdict is None:  # the whole submission was not graded: its problems say why
+            return {"score": float(row.get(q, 0.0)), "function": None, "kind": "not-graded", "on": None, "why": None}
+        return verdict.data()
+
+    return {
+        "format": RESULTS_FORMAT,
+        "exercise": exercise.name,
+        "questions": list(exercise.questions),
+        "kinds": {"question": VERDICT_KINDS, "problem": PROBLEM_KINDS, "warning": WARNING_KINDS},
+        "submissions": [
+            {
+                "submission": row["submission"],
+                "status": row["status"],
+                "total": row["total"],
+                "possible": row["possible"],
+                "seconds": row["seconds"],
+                "questions": {q: question(row, q) for q in exercise.questions},
+                "problems": [{"kind": p.kind, "text": p.text} for p in row["problems"]],
+                "warnings": [{"kind": w.kind, "text": w.text} for w in row["warning_items"]],
+            }
+            for row in sorted(rows, key=lambda r: r["submission"])
+        ],
+    }
+
+
+def write_results(path: str | Path, exercise: Exercise, rows: list[dict]) -> Path:
+    """Write the results file (written whole, then moved into place)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(results_data(exercise, rows), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def results_path(out_csv: str | Path) -> Path:
+    """The structured results beside the CSV, which `make feedback` reads: grades.csv -> grades.results.json."""
+    out_csv = Path(out_csv)
+    return out_csv.with_name(f"{out_csv.stem}.results.json")
+
+
+def details_path(out_csv: str | Path) -> Path:
     """The instructor-only file beside the CSV: grades.csv -> grades.details.csv."""
     out_csv = Path(out_csv)
     return out_csv.with_name(f"{out_csv.stem}.details{out_csv.suffix or '.csv'}")
 
 
-def submissions_in(folder):
+def submissions_in(folder: str | Path) -> list[Path]:
     """Every entry of `folder` whose name ends in .ipynb (hidden ones too), by name; links are listed, not
     followed (each gets its row from grade_notebook)."""
     return sorted(
@@ -736,8 +883,15 @@ def submissions_in(folder):
 
 
 def grade_folder(  # noqa: C901 (the batch's steps in order)
-    autograder_zip, folder, out_csv=None, timeout=TIMEOUT, jobs=2, report=print, uncapped_memory=False, seed=None
-):
+    autograder_zip: str | Path,
+    folder: str | Path,
+    out_csv: str | Path | None = None,
+    timeout: float = TIMEOUT,
+    jobs: int = 2,
+    report: Callable[[str], object] | None = print,
+    uncapped_memory: bool = False,
+    seed: int | None = None,
+) -> list[dict]:
     """Grade every notebook in `folder`; write the CSV if `out_csv` is given; return the rows, sorted by name.
     Refuses to start where nothing can cap a sandbox's total memory, unless `uncapped_memory` (then it says so)."""
     sandbox.check_available()
@@ -747,7 +901,7 @@ def grade_folder(  # noqa: C901 (the batch's steps in order)
         print(f"warning: {sandbox.UNCAPPED} (--uncapped-memory)", file=sys.stderr)
     exercise = load_exercise(autograder_zip, seed)
     submissions = submissions_in(folder)
-    out = CsvOut(out_csv, ["submission", *exercise.questions, *COLUMNS_AFTER], exercise.seed) if out_csv else None
+    out = CsvOut(out_csv, exercise) if out_csv else None
     rows = []
     names_of = {}  # (device, inode) -> the names of one regular file: hard links are graded, and flagged
     for path in submissions:
@@ -767,16 +921,13 @@ def grade_folder(  # noqa: C901 (the batch's steps in order)
                 row = grade_notebook(exercise, reference, questions_of, path, timeout)
                 if also.get(path.name):
                     others = ", ".join(display_name(n) for n in also[path.name][:3])
-                    row["warnings"] = "; ".join(
-                        w for w in (f"the same file as {others} (a hard link)", row["warnings"]) if w
-                    )
+                    row["warning_items"].insert(0, Finding("hard-link", f"the same file as {others} (a hard link)"))
+                    settle(row)
             except Exception as err:  # a fault of the grader itself still leaves a row
                 row = empty_row(exercise, path.name)
-                row.update(
-                    status="error",
-                    reason=f"the grader failed on this notebook ({judge.error_kind(type(err).__name__)})",
-                )
-                row["details"] = [("grader", judge.one_line(f"{type(err).__name__}: {err}", 300))]
+                why = f"the grader failed on this notebook ({judge.error_kind(type(err).__name__)})"
+                _not_graded(row, "grader-fault", why)
+                row["details"] = [("grader", judge.clean(f"{type(err).__name__}: {err}", 300))]
             if out:
                 out.add(row)
             if report:  # a terminal that cannot print a reason (PYTHONIOENCODING=ascii) never stops the batch
@@ -798,7 +949,7 @@ def grade_folder(  # noqa: C901 (the batch's steps in order)
     return sorted(rows, key=lambda r: r["submission"])
 
 
-def probe_functions(exercise, reference):
+def probe_functions(exercise: Exercise, reference: Reference) -> list[Probe]:
     """[Probe(question, function, what)] of each probe, read from probes.py by running it here (trusted code).
 
     PROBES, the list that probes.py builds (its prelude is written by tools/make_exercises.py), holds one
@@ -816,13 +967,13 @@ def probe_functions(exercise, reference):
         what = record[4] if len(record) == 5 else None
         if what is not None and not isinstance(what, str):
             raise GradingError(f"{exercise.name}: the description of a probe of {record[0]} is not text")
-        listed.append(Probe(record[0], record[1], judge.one_line(what, 80) if what else None))
+        listed.append(Probe(record[0], record[1], judge.clean(what, 80) if what else None))
     if len(listed) != len(reference.answers):
         raise GradingError(f"{exercise.name}: the solution answered {len(reference.answers)} probes of {len(listed)}")
     return listed
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "exercise", help="exercise name, e.g. 01_next_token_prediction (or a path to an autograder zip)"
@@ -880,6 +1031,7 @@ def main(argv=None):
     print(
         f"wrote {args.out}: {len(rows)} submissions in {time.monotonic() - started:.0f} s"
         f"{f', {problems} could not be graded fully (see the reason column)' if problems else ''}; "
+        f"for `make feedback`, the results as data: {results_path(args.out)}; "
         f"for the instructor only, the messages of what raised: {details_path(args.out)}"
     )
 

@@ -105,7 +105,7 @@ def _array(spec, dtypes):
     return np.array(data, dtype=np_dtype).reshape(shape)
 
 
-def decode(obj):
+def decode(obj: object) -> object:
     """The value an encoded answer describes, with its exact type; raises Malformed on anything else (numbers
     too large for their type included)."""
     try:
@@ -155,17 +155,26 @@ def _decode(obj):  # noqa: C901 (one branch per tag of the answer channel)
     if tag == "tensor" and isinstance(v, dict) and type(v.get("requires_grad")) is bool:
         return Tensor(v["dtype"], _array(v, TORCH_DTYPES), v["requires_grad"])
     if tag == "other" and type(v) is str:
-        return Other(one_line(v, 100))
+        return Other(clean(v, 100))
     if tag == "raised" and type(v) is str:
-        return Raised(one_line(v, 200))
+        return Raised(clean(v, 200))
     if tag == "missing" and type(v) is str:
-        return Missing(one_line(v, 100))
+        return Missing(clean(v, 100))
     raise Malformed(f"unknown tag {tag!r}"[:60])
 
 
-def one_line(text, limit):
-    """Text printed by a sandbox, made safe for a CSV cell: one line, no control characters, at most `limit`."""
-    return " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())[:limit]
+def clean(text: object, limit: int | None = None, escape: bool = False) -> str:
+    """The one sanitiser of text on the trusted side: one line of printable text, at most `limit` characters.
+
+    By default every character that does not print (a control character, a line break) becomes a space and runs
+    of white space one space (what a sandbox printed, a reason); with `escape`, each such character is written
+    as its escape instead, so that two names that differ only there stay two (`display_name`, a CSV cell)."""
+    text = str(text)
+    if escape:
+        text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    else:
+        text = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return text if limit is None else text[:limit]
 
 
 # The names of Python's own exceptions: the only exception names a reason may show (a submission can define
@@ -175,7 +184,7 @@ BUILTIN_EXCEPTIONS = frozenset(
 )
 
 
-def describe(x):
+def describe(x: object) -> str:
     """A short name of a value's type for a learner, from the grader's own words only: 'a float', 'a NumPy array
     of float64' (a dtype decode() accepted), 'a value of another type' for anything else, whatever it calls itself
     (a submission names its classes, so a class name could carry the hidden inputs); never a shape."""
@@ -202,7 +211,7 @@ def _close(got, want, dtype_name):
     return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
 
 
-def error_kind(message):
+def error_kind(message: object) -> str:
     """What an exception's one-line message may show a learner: the name of a built-in exception
     ('ValueError: ...' -> 'ValueError'), and for an OSError the system's own text of its errno ('OSError (No space
     left on device)'); any other name, which the submission chose, is 'an exception'."""
@@ -218,7 +227,7 @@ def error_kind(message):
     return name
 
 
-def same(got, want, what="the answer"):  # noqa: C901 (one branch per kind of value compared)
+def same(got: object, want: object, what: str = "the answer") -> None:  # noqa: C901 (one branch per kind of value compared)
     """Raise Wrong unless `got` has exactly the type, shape and (within tolerance) the values of `want`. The
     reason names what differs (type, dtype, shape, count, values), never a value or a shape itself."""
     if isinstance(got, Raised):
@@ -263,7 +272,7 @@ def same(got, want, what="the answer"):  # noqa: C901 (one branch per kind of va
         raise Wrong(f"{what} is wrong")
 
 
-def values(x):
+def values(x: object) -> np.ndarray:
     """The numbers of an array-like answer (a Tensor or a NumPy array), as a NumPy array."""
     if isinstance(x, Tensor):
         return x.values

@@ -1,23 +1,12 @@
 """Regenerate the student notebooks (exercises/) and the autograder zips (autograder/) from solutions/.
 
-Each `solutions/NN_slug.md` is an otter-grader master notebook written as Jupytext
-MyST. For each one this script converts it to a notebook in a temporary folder,
-runs `otter assign` (which also runs every test against the solutions and fails
-if one does not pass), then copies out:
-
-- `exercises/NN_slug.ipynb`: the student copy, with the public tests only. Its first cell loads them
-  with the course's grader (`book/exercise.py`: found whatever the notebook is called, hints in steps,
-  no doctest trace), and its metadata `course_hints` holds, per question and public test case, the
-  `ask` and `recipe` keys of the case's TEST CONFIG (the second and third hint; otter keeps
-  `failure_message`, the first, and would refuse keys it does not know);
-- `autograder/NN_slug.zip`: otter's autograder (public tests) and, under `grading/`, what
-  `tools/grade.py` needs: `probes.py` (the hidden inputs, from the master's `# PROBES` cells; each
-  `probe(..., what="a window that must crop")` says what kind of input it is, a 5th item of its entry),
-  `checks.py` (the property checks, from its `# CHECKS` cells), `questions.json` and
-  `solution.ipynb` (the solved notebook, whose answers on the hidden inputs are the reference).
-
-The hidden cells stand in the master between raw cells `# BEGIN HIDDEN` and `# END HIDDEN`;
-they are taken out before `otter assign` sees the master, so no student copy can hold them.
+Each `solutions/NN_slug.md` is an otter-grader master notebook written as Jupytext MyST, in the format
+of docs/exercise-format.md, read by `tools.master.read_master`. For each one this script takes its hidden
+blocks out, converts the rest to a notebook in a temporary folder, runs `otter assign` (which also runs
+every test against the solutions and fails if one does not pass), then writes `exercises/NN_slug.ipynb`
+(the student copy, with the course's init cell and `course_hints`) and `autograder/NN_slug.zip` (otter's
+autograder, and under `grading/` the files tools/grade.py needs: `probes.py`, `checks.py`,
+`questions.json`, `solution.ipynb`).
 
 Both outputs are normalised (cell ids, zip timestamps) so that regenerating
 from unchanged masters gives byte-identical files. Usage (or `make exercises`):
@@ -36,11 +25,13 @@ import sys
 import tempfile
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-import jupytext
 import nbformat
 import yaml
+
+from tools.master import read_master
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -91,7 +82,7 @@ Names available: Wrong, Tensor, same, values, describe, np, math (tools/judge.py
 '''
 
 
-def exercise_names():
+def exercise_names() -> list[str]:
     """Every exercise, by the file stem of its master (e.g. '01_next_token_prediction'), in order."""
     return sorted(p.stem for p in SOLUTIONS.glob("[0-9][0-9]_*.md"))
 
@@ -149,103 +140,79 @@ def _reason_problems(source):
     return found
 
 
-def split_master(name):
+def split_master(name: str) -> tuple[object, str, str, list[str], dict]:
     """The master without its hidden cells, the text of probes.py and checks.py taken from them, the
     questions, and the stepped hints of the public tests ({question: [[ask, recipe] or None per test case]})."""
-    nb = jupytext.read(SOLUTIONS / f"{name}.md")
-    kept, probes, checks, inside = [], [], [], False
-    hints, question, in_tests = {}, None, False
-    for cell in nb.cells:
-        marker = cell.source.strip() if cell.cell_type == "raw" else ""
-        found = re.match(r"# BEGIN QUESTION\s*\nname:\s*(\w+)", marker)
-        if found:
-            question = found.group(1)
-        in_tests = (in_tests or marker == "# BEGIN TESTS") and marker != "# END TESTS"
-        if in_tests and cell.cell_type == "code" and not inside:
-            hints.setdefault(question, []).append(_take_hints(cell))
-        if marker == "# BEGIN HIDDEN":
-            inside = True
-        elif marker == "# END HIDDEN":
-            inside = False
-        elif not inside:
-            kept.append(cell)
-        elif cell.cell_type == "code" and cell.source.startswith("# PROBES"):
-            probes.append(cell.source.strip() + "\n")
-        elif cell.cell_type == "code" and cell.source.startswith("# CHECKS"):
-            bad = _reason_problems(cell.source)
-            if bad:
-                raise RuntimeError(
-                    f"solutions/{name}.md: a reason formats a value (the learner would read what "
-                    f"the hidden inputs or the submission decide): {'; '.join(bad)}"
-                )
-            checks.append(cell.source.strip() + "\n")
-        elif cell.cell_type == "code" and cell.source.startswith("# WRONG"):
-            pass  # planted wrong answers: read by planted_answers() for the tests, never exported
-        else:
+    master = read_master(SOLUTIONS / f"{name}.md")
+    hints = {}
+    for cell in master.cells:
+        if cell.role == "test":
+            hints.setdefault(cell.question, []).append(_take_hints(cell.node))
+    checks = master.hidden_sources("checks")
+    for source in checks:
+        bad = _reason_problems(source)
+        if bad:
             raise RuntimeError(
-                f"solutions/{name}.md: a cell of a hidden block is neither # PROBES, # CHECKS nor # WRONG"
+                f"{master.where}: a reason formats a value (the learner would read what "
+                f"the hidden inputs or the submission decide): {'; '.join(bad)}"
             )
-    if inside:
-        raise RuntimeError(f"solutions/{name}.md: # BEGIN HIDDEN without # END HIDDEN")
-    questions = re.findall(
-        r"^# BEGIN QUESTION\s*\nname:\s*(\w+)", "\n".join(c.source for c in kept if c.cell_type == "raw"), flags=re.M
-    )
-    nb.cells = kept
+    nb = master.notebook
+    nb.cells = [c.node for c in master.cells if not c.hidden and c.marker not in ("# BEGIN HIDDEN", "# END HIDDEN")]
+    probes = [s.strip() + "\n" for s in master.hidden_sources("probes")]
     hints = {q: h for q, h in hints.items() if any(h)}
-    return (nb, "\n\n".join([PROBES_PRELUDE, *probes]), "\n\n".join([CHECKS_PRELUDE, *checks]), questions, hints)
+    return (
+        nb,
+        "\n\n".join([PROBES_PRELUDE, *probes]),
+        "\n\n".join([CHECKS_PRELUDE, *(s.strip() + "\n" for s in checks)]),
+        list(master.questions),
+        hints,
+    )
 
 
-class Planted(str):
-    """A planted wrong answer (the source of a cell), written in a `# WRONG` cell of its master.
+@dataclass(frozen=True)
+class Planted:
+    """A planted wrong answer, written in a `# WRONG` cell of its master: `source`, the code of the answer.
 
     `hint`: a word the learner's first hint must contain (it names the mistake). `hardcoded`: it types in the
     values of the public checks, so only the hidden tests, on inputs the learner has not seen, can catch it;
     every other planted answer must fail `grader.check` too."""
 
-    def __new__(cls, source, hint=None, hardcoded=False):
-        self = super().__new__(cls, source)
-        self.hint, self.hardcoded = hint, hardcoded
-        return self
+    source: str
+    hint: str | None = None
+    hardcoded: bool = False
 
 
-def solution_code(name, question):
+def solution_code(name: str, question: str) -> str:
     """The solution cell of a question of a master, without its markers."""
-    cells = jupytext.read(SOLUTIONS / f"{name}.md").cells
-    start = next(
-        i
-        for i, c in enumerate(cells)
-        if c.cell_type == "raw" and re.match(rf"# BEGIN QUESTION\s*\nname:\s*{question}\b", c.source)
-    )
-    code = next(c for c in cells[start:] if c.cell_type == "code").source
-    return "\n".join(ln for ln in code.splitlines() if not re.match(r"\s*# (BEGIN|END) SOLUTION", ln))
+    return read_master(SOLUTIONS / f"{name}.md").question(question).solution
 
 
-def planted_answers(name):
+def planted_answers(name: str) -> dict[str, list[Planted]]:
     """{question: [Planted, ...]} from the `# WRONG` cells of a master's hidden blocks, in order.
 
     A `# WRONG` cell calls `wrong(question, source, hint=None, hardcoded=False)` with the whole code of a
     wrong answer, or `mutant(question, hint, (old, new), ...)`, which makes one from the question's solution
     by textual changes (each `old` must occur in it)."""
+    master = read_master(SOLUTIONS / f"{name}.md")
     answers = {}
 
     def wrong(question, source, hint=None, hardcoded=False):
         answers.setdefault(question, []).append(Planted(source.strip("\n"), hint, hardcoded))
 
     def mutant(question, hint, *changes):
-        code = solution_code(name, question)
+        code = master.question(question).solution
         for old, new in changes:
             if old not in code:
-                raise RuntimeError(f"solutions/{name}.md, {question}: {old!r} is not in the solution")
+                raise RuntimeError(f"{master.where}, {question}: {old!r} is not in the solution")
             code = code.replace(old, new)
         answers.setdefault(question, []).append(Planted(code, hint))
 
-    for cell in jupytext.read(SOLUTIONS / f"{name}.md").cells:
-        if cell.cell_type == "code" and cell.source.startswith("# WRONG"):
-            exec(compile(cell.source, f"solutions/{name}.md # WRONG", "exec"), {"wrong": wrong, "mutant": mutant})
+    for source in master.hidden_sources("wrong"):
+        exec(compile(source, f"{master.where} # WRONG", "exec"), {"wrong": wrong, "mutant": mutant})
     return answers
 
 
-def assign(name, workdir, run_tests=True, in_process=False):
+def assign(name: str, workdir: str | Path, run_tests: bool = True, in_process: bool = False) -> Path:
     """Run `otter assign` on one master; return the output folder (with `student/` and `autograder/`).
 
     With `run_tests`, otter also runs every test against the solutions and fails if one does not pass
@@ -302,7 +269,7 @@ def _normalised(path):
     return nbformat.writes(nb) + "\n"
 
 
-def student_notebook(name, dist):
+def student_notebook(name: str, dist: str | Path) -> str:
     """The student copy (public tests only), normalised: its first cell loads the checks with the course's
     grader (book/exercise.py: found whatever the notebook is called, hints in steps, no doctest trace), and
     its metadata carries the later steps of each hint."""
@@ -317,7 +284,7 @@ def student_notebook(name, dist):
     return _normalised(path)
 
 
-def write_zip(source, target, extra=None):
+def write_zip(source: str | Path, target: str | Path, extra: dict | None = None) -> None:
     """Copy a zip, plus `extra` {name: file}, with its entries sorted and every timestamp fixed, so equal
     content gives equal bytes."""
     with zipfile.ZipFile(source) as src:
@@ -331,7 +298,7 @@ def write_zip(source, target, extra=None):
             out.writestr(info, data)
 
 
-def export(name, dist, exercises=EXERCISES, autograder=AUTOGRADER):
+def export(name: str, dist: str | Path, exercises: str | Path = EXERCISES, autograder: str | Path = AUTOGRADER) -> None:
     """Write the student notebook and the autograder zip of one exercise out of its `otter assign` folder."""
     exercises, autograder = Path(exercises), Path(autograder)
     exercises.mkdir(parents=True, exist_ok=True)
@@ -342,14 +309,21 @@ def export(name, dist, exercises=EXERCISES, autograder=AUTOGRADER):
     write_zip(zip_path, autograder / f"{name}.zip", {f"grading/{p.name}": p for p in grading.iterdir()})
 
 
-def build(name, workdir, exercises=EXERCISES, autograder=AUTOGRADER, run_tests=True, in_process=False):
+def build(
+    name: str,
+    workdir: str | Path,
+    exercises: str | Path = EXERCISES,
+    autograder: str | Path = AUTOGRADER,
+    run_tests: bool = True,
+    in_process: bool = False,
+) -> Path:
     """Assign and export one exercise; return the `otter assign` folder (its autograder/ holds the solved notebook)."""
     dist = assign(name, workdir, run_tests, in_process)
     export(name, dist, exercises, autograder)
     return dist
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="exercises to rebuild (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="exercises built at the same time")

@@ -28,28 +28,28 @@ import sys
 import tokenize
 from pathlib import Path
 
-import jupytext
+from tools.master import read_master
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTRUCTOR_ONLY = ("solutions/", "autograder/", "tests/", "tools/", ".ci/")
 
 
-def tracked_files():
+def tracked_files() -> list[str]:
     """The files git tracks, relative to the repository (the release never takes an untracked file)."""
     out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
     return [p for p in out.stdout.decode().split("\0") if p]
 
 
-def release_files():
+def release_files() -> list[str]:
     return [p for p in tracked_files() if not p.startswith(INSTRUCTOR_ONLY) and (ROOT / p).is_file()]
 
 
-def squeeze(text):
+def squeeze(text: str) -> str:
     """The text without any white space, so that a statement matches however it is wrapped or indented."""
     return re.sub(r"\s+", "", text)
 
 
-def statements(source):
+def statements(source: str) -> list[tuple[int, int, str]]:
     """[(first row, last row, code)] of each logical line of Python source: a statement with its
     continuation lines (a call split over five lines is one statement), without its comments. Source
     that does not tokenize (an IPython magic) falls back to its physical lines."""
@@ -70,38 +70,27 @@ def statements(source):
     return found
 
 
-def master_secrets(master, min_length=16):
+def master_secrets(master: str | Path, min_length: int = 16) -> tuple[set[str], set[str]]:
     """(solution statements, hidden statements) of one master in solutions/, squeezed: the code between
     `# BEGIN SOLUTION` and `# END SOLUTION`, and every statement of the hidden blocks (`# BEGIN HIDDEN` to
-    `# END HIDDEN`). Short ones, imports, definitions' first lines and bare returns are left out (they
-    are not specific to a solution)."""
-    solution, hidden, in_hidden = set(), set(), False
-    for cell in jupytext.read(master).cells:
-        marker = cell.source.strip() if cell.cell_type == "raw" else ""
-        if marker in ("# BEGIN HIDDEN", "# END HIDDEN"):
-            in_hidden = marker == "# BEGIN HIDDEN"
+    `# END HIDDEN`), as tools/master.py reads them. Short ones, imports, definitions' first lines and bare
+    returns are left out (they are not specific to a solution)."""
+    solution, hidden = set(), set()
+    for cell in read_master(master).cells:
+        if cell.marker in ("# BEGIN HIDDEN", "# END HIDDEN"):
             continue
-        rows = cell.source.splitlines()
-        inside, open_rows = False, set()
-        for n, line in enumerate(rows, start=1):
-            if line.strip() == "# END SOLUTION":
-                inside = False
-            if inside:
-                open_rows.add(n)
-            if line.strip() == "# BEGIN SOLUTION":
-                inside = True
         for first, _, code in statements(cell.source):
             text = squeeze(code)
             if len(text) < min_length or code.startswith(("import ", "from ", "def ", "return ", '"""')):
                 continue
-            if in_hidden:
+            if cell.hidden:
                 hidden.add(text)
-            elif first in open_rows:
+            elif first in cell.solution_rows:
                 solution.add(text)
     return solution, hidden
 
 
-def public_text():
+def public_text() -> str:
     """Everything learners are shown in the open (the chapters and the `book/` package), squeezed."""
     return squeeze(
         "\n".join(
@@ -110,7 +99,7 @@ def public_text():
     )
 
 
-def secret_lines(min_length=16):
+def secret_lines(min_length: int = 16) -> set[str]:
     """Statements that must never reach learners: each solution's code and each hidden probe or check, from
     the masters in solutions/, squeezed. One that the chapters or the `book/` package already show
     (`torch.manual_seed(seed)`, the chapter's own top-p code) is taught in the open, not a secret."""
@@ -122,7 +111,7 @@ def secret_lines(min_length=16):
     return {s for s in secrets if s not in public}
 
 
-def file_text(path):
+def file_text(path: str | Path) -> str | None:
     """A file's text as a reader of it sees it, squeezed: a notebook's every string (cell sources, and otter's
     tests kept in the metadata), unescaped from the JSON; any other file as it is. None for a binary file."""
     try:
@@ -148,7 +137,7 @@ def file_text(path):
     return squeeze(text)
 
 
-def leaks(folder):
+def leaks(folder: str | Path) -> list[tuple[str, str]]:
     """[(file, statement)] of every secret statement found in a text file under `folder`."""
     secrets = secret_lines()
     found = []
@@ -159,7 +148,7 @@ def leaks(folder):
     return found
 
 
-def write_release(out):
+def write_release(out: str | Path) -> list[str]:
     out = Path(out).resolve()
     if out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out} is not empty: give a new or empty folder for the release")
@@ -178,7 +167,7 @@ def write_release(out):
     return files
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="folder to write the release into (new or empty, outside the repository)")
     args = parser.parse_args(argv)
