@@ -69,7 +69,8 @@ grade: setup
 	  { echo "usage: make grade EX=01_next_token_prediction SUBMISSIONS=folder/ OUT=grades.csv [ARGS=...]"; exit 2; }
 	$(BIN)/python -m tools.grade $(EX) $(SUBMISSIONS) $(OUT) $(ARGS)
 
-# Hand each learner their own row of a grading CSV: one feedback file per submission (scores, reasons, warnings):
+# Hand each learner their own results: one feedback file per submission, from the results file tools/grade.py
+# writes beside the CSV (grades.csv -> grades.results.json):
 #   make feedback CSV=grades.csv OUT=feedback/
 feedback: setup
 	@test -n "$(CSV)" -a -n "$(OUT)" || { echo "usage: make feedback CSV=grades.csv OUT=feedback/ [ARGS=--exercise ...]"; exit 2; }

@@ -212,7 +212,7 @@ def command(argv, grading_dir, extra_env=None, seccomp_fd=None, staged=None, max
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
     env = {
         "HOME": "/tmp",
-        "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
+        "PATH": f"{Path(sys.prefix).resolve() / 'bin'}:/usr/bin:/bin",
         "TMPDIR": "/tmp",
         "MPLCONFIGDIR": "/tmp/matplotlib",
         "MPLBACKEND": "Agg",
@@ -228,7 +228,7 @@ def command(argv, grading_dir, extra_env=None, seccomp_fd=None, staged=None, max
         args += ["--setenv", key, value]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
-    launch = [str(Path(sys.prefix) / "bin" / "python"), "-I", "-S", "-c", LAUNCH, str(max_processes)]
+    launch = [str(Path(sys.prefix).resolve() / "bin" / "python"), "-I", "-S", "-c", LAUNCH, str(max_processes)]
     return [*args, *launch, shutil.which(argv[0]) or argv[0], *argv[1:]]
 
 
@@ -545,7 +545,7 @@ def check_available():
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)
         # the course's own Python, so that one the sandbox cannot reach is reported here, before any notebook
-        outcome = run([str(Path(sys.prefix) / "bin" / "python"), "-I", "-c", "pass"], tmp, tmp, timeout=60)
+        outcome = run([str(Path(sys.prefix).resolve() / "bin" / "python"), "-I", "-c", "pass"], tmp, tmp, timeout=60)
         if outcome.returncode != 0:
             message = outcome.stderr.read_text(errors="replace").strip().splitlines()
             raise SandboxUnavailable(f"bwrap cannot create a sandbox here: {(message or ['no message'])[-1]}")
