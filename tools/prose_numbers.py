@@ -142,6 +142,7 @@ class Cell:
     literals: set
     labels: dict = field(default_factory=dict)  # canonical number -> label words of each segment printing it
     unitlist: dict = field(default_factory=dict)  # canonical number -> the word after it, per printing segment
+    partners: dict = field(default_factory=dict)  # canonical number -> the other end of its range ("A to B"), or None
     literal_labels: dict = field(default_factory=dict)  # canonical literal -> label words of its source lines
     machine_dependent: bool = False  # tagged nbval-ignore-output: what it prints differs from run to run
     rows: list = field(default_factory=list)  # the set of numbers of each output line
@@ -152,14 +153,41 @@ class Cell:
         page being rewritten), only a figure is held to its label, and only a labelled segment ties it."""
         if context is None or not (strict or is_figure(value)):
             return value in self.literals or value in self.printed
-        words, unit = context
+        words, unit = context[:2]
         fits = lambda w, u: shares(w, words) and (not unit or u in (unit, ""))  # noqa: E731
         printed = list(zip(self.labels.get(value, ()), self.unitlist.get(value, ())))
+        if strict and "." in value and len(context) > 3:  # rule 7: a measured range's end goes with its other end
+            ends = self.partners.get(value, [None] * len(printed))
+            printed = [p for p, other in zip(printed, ends) if other is None or other in context[3]]
         if not strict:
             return any(fits(w, "") for w in self.literal_labels.get(value, ())) or any(fits(w, u) for w, u in printed)
         if not printed:  # an input only: its line of code is its label, if it has one
             printed = [(w, "") for w in self.literal_labels.get(value, ())]
         return any(not (w - CODE_WORDS) or fits(w, u) for w, u in printed)
+
+    def closeness(self, value, context):
+        """How closely the best label that prints `value` (or the line of code that holds it) matches the words
+        around the stated number: each shared word counts 1 / (1 + the words between them); 0 for a segment
+        with no label; None when the cell does not tie `value` at all."""
+        if not self.vouches(value, context, strict=True):
+            return None
+        words, unit, near = context[:3]
+        fits = lambda u: not unit or u in (unit, "")  # noqa: E731
+        labels = [w for w, u in zip(self.labels.get(value, ()), self.unitlist.get(value, ())) if fits(u)]
+        labels += list(self.literal_labels.get(value, ())) if value in self.literals else []
+        return min((match(w - CODE_WORDS, near) for w in labels), default=FAR)
+
+
+FAR = (99, 99)  # a label that shares no word with the prose, or no label
+
+
+def far(gap):
+    return "no shared word" if gap == FAR else f"{gap[0]} clause breaks and {gap[1]} words away"
+
+
+def match(label, near):
+    """The closeness of a label to the words near a stated number (`near`: word -> words between)."""
+    return min((d for a in label for b, d in near.items() if shares({a}, {b})), default=FAR)
 
 
 @dataclass(frozen=True)
@@ -412,7 +440,7 @@ def check_captions(name, index, cell, header_lines):
 
 def cell_of(index, line, section, cell, gold):
     """A code cell as the check sees it: what its golden printed, with labels, and its literals."""
-    printed, labels, unitlist, rows = {}, {}, {}, []
+    printed, labels, unitlist, partners, rows = {}, {}, {}, {}, []
     for out_line in output_text(gold).splitlines():
         if FIGURE_REPR.match(out_line.strip()):  # "<Figure size 700x300 with 1 Axes>" is no figure
             continue
@@ -420,9 +448,10 @@ def cell_of(index, line, section, cell, gold):
         for value, _, _ in numbers_in(out_line):
             printed.setdefault(value, out_line.strip())
         for segment in segments(out_line):
-            for value, words, unit in labelled(segment):
+            for value, words, unit, other in labelled(segment):
                 labels.setdefault(value, []).append(words)
                 unitlist.setdefault(value, []).append(unit)
+                partners.setdefault(value, []).append(other)
     where = {}  # literals of folded plot cells count too: alt texts describe their axes
     literals = code_literals(cell.source, where)
     literal_labels = {
@@ -437,6 +466,7 @@ def cell_of(index, line, section, cell, gold):
         literals,
         labels,
         unitlist,
+        partners,
         literal_labels,
         "nbval-ignore-output" in cell.metadata.get("tags", []),
         rows,
@@ -444,9 +474,20 @@ def cell_of(index, line, section, cell, gold):
 
 
 def labelled(segment):
-    """(value, label words, unit) of each number of an output segment; a printed list labels none."""
+    """(value, label words, unit, the other end of its range or None) of each number of an output segment; a
+    printed list labels none; two numbers joined by "to" ("0.93 to 0.94") are the ends of a range."""
     words = frozenset() if LIST.search(segment) else label_words(NUMBER.sub(" ", LIST.sub(" ", segment)))
-    return [(value, words, unit_after(segment, span[1])) for value, _, span in numbers_in(segment)]
+    found = numbers_in(segment)
+    joined = [RANGE_TO.fullmatch(segment[a[2][1] : b[2][0]]) is not None for a, b in zip(found, found[1:])]
+    other = [
+        (found[i + 1][0] if i < len(joined) and joined[i] else None)
+        or (found[i - 1][0] if i and joined[i - 1] else None)
+        for i in range(len(found))
+    ]
+    return [(value, words, unit_after(segment, span[1]), o) for (value, _, span), o in zip(found, other)]
+
+
+RANGE_TO = re.compile(r"\s*(?:[A-Za-z%]+\s+)?to\s+")
 
 
 def nest(sections):
@@ -656,7 +697,43 @@ def sentence_words(para, line, offset):
     ends = [0] + [m.end() for m in SENTENCE_END.finditer(clean, 0, start)]
     begin = ends[-2] if len(ends) > 1 else 0  # the sentence before counts too: it often names the subject
     end = next((m.end() for m in SENTENCE_END.finditer(clean, start)), len(clean))
-    return label_words(NUMBER.sub(" ", clean[begin:end])), ends[-1]
+    near = distances(clean, begin, end, start)
+    return (
+        label_words(NUMBER.sub(" ", clean[begin:end])),
+        ends[-1],
+        near,
+        {v for v, _, _ in numbers_in(clean[begin:end])},
+    )
+
+
+def distances(clean, begin, end, start):
+    """{label word of `clean[begin:end]`: how far its nearest occurrence stands from the number at `start`}, as
+    (clause breaks between them, words between them). A clause break is one of , ; : . ! ? and a dash; a
+    parenthesis is an aside: a word inside one the number is not in is one break further, and an aside
+    between the word and the number adds neither breaks nor words."""
+    text = clean[begin:end]
+    depth, level = [], 0
+    for ch in text:
+        level += ch == "("
+        depth.append(level)
+        level -= ch == ")" and level > 0
+    tokens = [(m.start(), m.group(0)) for m in re.finditer(r"[\w'\u00b5-]+|[,;:.!?\u2014\u2013]", text)]
+    at = start - begin
+    here = next((i for i, (pos, _) in enumerate(tokens) if pos >= at), len(tokens))
+    mine = depth[at] if at < len(depth) else 0
+    near = {}
+    for i, (pos, token) in enumerate(tokens):
+        words = label_words(token)
+        if not words:
+            continue
+        lo, hi = sorted((pos, at))
+        floor = min(mine, depth[pos])
+        between = [t for p, t in tokens if lo < p < hi and depth[p] <= floor]
+        breaks = sum(not t[0].isalnum() and t[0] not in "'-\u00b5_" for t in between) + abs(depth[pos] - mine)
+        gap = (breaks, sum(t[0].isalnum() for t in between) - (0 if i < here else 0))
+        for w in words:
+            near[w] = min(near.get(w, (99, 99)), gap)
+    return near
 
 
 def problems(chapter, only=None, strict=True):
@@ -685,8 +762,9 @@ def stated_in(chapter, para):
     out = []
     for line in para:
         for value, offset, _ in stated_numbers(chapter, line)[0]:
-            words, sentence = sentence_words(para, line, offset)
-            out.append((line, value, (words, unit_after(line.text, NUMBER.match(line.text, offset).end())), sentence))
+            words, sentence, near, values = sentence_words(para, line, offset)
+            unit = unit_after(line.text, NUMBER.match(line.text, offset).end())
+            out.append((line, value, (words, unit, near, values - {value}), sentence))
     return out
 
 
@@ -726,12 +804,63 @@ def untied(chapter, stated, pool, scope, strict=True):
             if not tied:
                 found.append(Problem(chapter.name, line.number, value, line.text, apart(value, figures), []))
                 continue
+        if tied and strict and is_figure(value):  # rule 7: the value its words point at, not its neighbour's
+            rival = rivalled(value, words, pool)
+            if rival:
+                found.append(Problem(chapter.name, line.number, value, line.text, rival, []))
+                continue
         if not tied:
             near = sorted(((c, abs(c.line - line.number)) for c in pool), key=lambda cd: (cd[1], cd[0].line))
             labelled_only = words is not None and any(value in c.printed for c in pool)  # rule 5, not a missing print
             why = unlabelled(value, words, printed_here, strict) if labelled_only else scope
             found.append(Problem(chapter.name, line.number, value, line.text, why, near))
     return found
+
+
+DECIMAL = re.compile(r"-?\d+(\.\d+)?")
+
+
+def neighbours(value, values):
+    """The values among `values` one slip away from `value`, or `value` one slip away from them."""
+    return {n for n in values if DECIMAL.fullmatch(n) and float(n) and is_figure(n) and value in mutants_of(n)}
+
+
+def places(value):
+    return len(value.partition(".")[2])
+
+
+def mutants_of(value):
+    """What one slip makes of `value`, written as the prose would write it: its last digit one up or down, ten
+    times (at its precision), a tenth (one place more), its point dropped: '0.71' -> 0.72, 0.70, 7.10, 0.071, 71."""
+    sign, digits = ("-", value[1:]) if value.startswith("-") else ("", value)
+    whole, _, frac = digits.partition(".")
+    n, p = int(whole + frac), len(frac)
+
+    def write(k, q):
+        text = str(k).rjust(q + 1, "0")
+        return sign + (text[:-q] + "." + text[-q:] if q else text)
+
+    out = {write(n + 1, p), write(n * 10, p), write(n, p + 1)} | ({write(n - 1, p)} if n else set())
+    return out | ({sign + str(n)} if p else set())
+
+
+def rivalled(value, context, pool):
+    """Rule 7's reason, or None: a value one slip away from the stated one is printed (or held) by a cell in scope
+    under a label closer to the stated number's words than any label of the stated value."""
+    steady = [c for c in pool if not c.machine_dependent]
+    around = neighbours(value, set().union(*[set(c.printed) | c.literals for c in steady]))
+    if not around:
+        return None
+    mine = min((s for c in pool if (s := c.closeness(value, context)) is not None), default=FAR)
+    for n in sorted(around, key=float):
+        theirs = min((s for c in steady if (s := c.closeness(n, context)) is not None), default=FAR)
+        if theirs < mine:
+            return (
+                f"(rule 7) {n}, one slip away from it, is printed under a label nearer to it in the prose"
+                f" ({far(theirs)}, against {far(mine)} for {value}'s): state the value its label names, and no code"
+                f" cell of"
+            )
+    return None
 
 
 def apart(value, figures):
