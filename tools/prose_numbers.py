@@ -143,6 +143,7 @@ class Cell:
     labels: dict = field(default_factory=dict)  # canonical number -> label words of each segment printing it
     unitlist: dict = field(default_factory=dict)  # canonical number -> the word after it, per printing segment
     partners: dict = field(default_factory=dict)  # canonical number -> the other end of its range ("A to B"), or None
+    lines_of: dict = field(default_factory=dict)  # canonical number -> the output line of each printing segment
     literal_labels: dict = field(default_factory=dict)  # canonical literal -> label words of its source lines
     machine_dependent: bool = False  # tagged nbval-ignore-output: what it prints differs from run to run
     rows: list = field(default_factory=list)  # the set of numbers of each output line
@@ -171,23 +172,29 @@ class Cell:
         with no label; None when the cell does not tie `value` at all."""
         if not self.vouches(value, context, strict=True):
             return None
-        words, unit, near = context[:3]
+        words, unit, near, others = context[:4]
+        figures = {v for v in others if is_figure(v)}
         fits = lambda u: not unit or u in (unit, "")  # noqa: E731
-        labels = [w for w, u in zip(self.labels.get(value, ()), self.unitlist.get(value, ())) if fits(u)]
-        labels += list(self.literal_labels.get(value, ())) if value in self.literals else []
-        return min((match(w - CODE_WORDS, near) for w in labels), default=FAR)
+        printed = zip(self.labels.get(value, ()), self.unitlist.get(value, ()), self.lines_of.get(value, ()))
+        found = [
+            (*match(w - CODE_WORDS, near), -len(self.rows[i] & figures - {value})) for w, u, i in printed if fits(u)
+        ]
+        if value in self.literals:  # an input is on no output line
+            found += [(*match(w - CODE_WORDS, near), 1) for w in self.literal_labels.get(value, ())]
+        return min(found, default=FAR)
 
 
-FAR = (99, 99)  # a label that shares no word with the prose, or no label
+FAR = (99, 99, 1)  # a label that shares no word with the prose, or no label
 
 
 def far(gap):
-    return "no shared word" if gap == FAR else f"{gap[0]} clause breaks and {gap[1]} words away"
+    row = f", on one output line with {-gap[2]} other figures of its sentences" if gap[2] < 0 else ""
+    return "no shared word" if gap[:2] == FAR[:2] else f"{gap[0]} clause breaks and {gap[1]} words away{row}"
 
 
 def match(label, near):
     """The closeness of a label to the words near a stated number (`near`: word -> words between)."""
-    return min((d for a in label for b, d in near.items() if shares({a}, {b})), default=FAR)
+    return min((d for a in label for b, d in near.items() if shares({a}, {b})), default=FAR[:2])
 
 
 @dataclass(frozen=True)
@@ -440,7 +447,7 @@ def check_captions(name, index, cell, header_lines):
 
 def cell_of(index, line, section, cell, gold):
     """A code cell as the check sees it: what its golden printed, with labels, and its literals."""
-    printed, labels, unitlist, partners, rows = {}, {}, {}, {}, []
+    printed, labels, unitlist, partners, lines_of, rows = {}, {}, {}, {}, {}, []
     for out_line in output_text(gold).splitlines():
         if FIGURE_REPR.match(out_line.strip()):  # "<Figure size 700x300 with 1 Axes>" is no figure
             continue
@@ -452,6 +459,7 @@ def cell_of(index, line, section, cell, gold):
                 labels.setdefault(value, []).append(words)
                 unitlist.setdefault(value, []).append(unit)
                 partners.setdefault(value, []).append(other)
+                lines_of.setdefault(value, []).append(len(rows) - 1)
     where = {}  # literals of folded plot cells count too: alt texts describe their axes
     literals = code_literals(cell.source, where)
     literal_labels = {
@@ -467,6 +475,7 @@ def cell_of(index, line, section, cell, gold):
         labels,
         unitlist,
         partners,
+        lines_of,
         literal_labels,
         "nbval-ignore-output" in cell.metadata.get("tags", []),
         rows,
@@ -698,12 +707,8 @@ def sentence_words(para, line, offset):
     begin = ends[-2] if len(ends) > 1 else 0  # the sentence before counts too: it often names the subject
     end = next((m.end() for m in SENTENCE_END.finditer(clean, start)), len(clean))
     near = distances(clean, begin, end, start)
-    return (
-        label_words(NUMBER.sub(" ", clean[begin:end])),
-        ends[-1],
-        near,
-        {v for v, _, _ in numbers_in(clean[begin:end])},
-    )
+    values = lambda a: frozenset(v for v, _, _ in numbers_in(clean[a:end]))  # noqa: E731
+    return label_words(NUMBER.sub(" ", clean[begin:end])), ends[-1], near, (values(begin), values(ends[-1]))
 
 
 def distances(clean, begin, end, start):
@@ -764,7 +769,7 @@ def stated_in(chapter, para):
         for value, offset, _ in stated_numbers(chapter, line)[0]:
             words, sentence, near, values = sentence_words(para, line, offset)
             unit = unit_after(line.text, NUMBER.match(line.text, offset).end())
-            out.append((line, value, (words, unit, near, values - {value}), sentence))
+            out.append((line, value, (words, unit, near, values[0] - {value}, values[1] - {value}), sentence))
     return out
 
 
@@ -854,7 +859,8 @@ def rivalled(value, context, pool):
     mine = min((s for c in pool if (s := c.closeness(value, context)) is not None), default=FAR)
     for n in sorted(around, key=float):
         theirs = min((s for c in steady if (s := c.closeness(n, context)) is not None), default=FAR)
-        if theirs < mine:
+        nearer = theirs[:2] < mine[:2] or (theirs[:2] == mine[:2] != FAR[:2] and theirs[2] < mine[2] < 1)
+        if nearer:
             return (
                 f"(rule 7) {n}, one slip away from it, is printed under a label nearer to it in the prose"
                 f" ({far(theirs)}, against {far(mine)} for {value}'s): state the value its label names, and no code"
