@@ -226,6 +226,7 @@ class Chapter:
     cells: list
     sections: list
     erratum_lines: set = field(default_factory=set)
+    item_lines: set = field(default_factory=set)  # the first line of each item of an ordered list ("1. ")
     quoted: set = field(default_factory=set)  # source figures an erratum note of this chapter quotes
 
     @property
@@ -300,6 +301,8 @@ def token_blocks(tokens, i, first):
         return [Block(start, end, "heading", int(token.tag[1:]), tokens[i + 1].content.strip())]
     if token.type in ("paragraph_open", "table_open", "html_block"):
         return [Block(start, end, "text")]
+    if token.type == "list_item_open" and token.markup in (".", ")"):
+        return [Block(start, start + 1, "item")]  # an ordered list's item: its number is no figure
     if token.type in ("math_block", "math_block_label"):
         return [Block(start, end, "math")]
     if token.type in ("fence", "colon_fence"):
@@ -387,6 +390,8 @@ def add_block(chapter, block, raw, paragraphs, cells):
         add_prose(chapter, block, raw, next(paragraphs))
     elif block.kind == "code-cell":
         add_code_cell(chapter, block.start, raw[block.start : block.end], *next(cells), paragraphs)
+    elif block.kind == "item":
+        chapter.item_lines.add(block.start + 1)
     else:
         chapter.erratum_lines |= set(range(block.start + 1, block.end + 1))
 
@@ -599,7 +604,7 @@ def stated_numbers(chapter, line):
     checked, exempt = [], []
     for value, offset, span in numbers_in(clean):
         why = (
-            written_exemption(clean, value, span)
+            written_exemption(clean, value, span, line.number in chapter.item_lines)
             or erratum_quote(chapter, line, value)
             or (inside(span, constants) and "defining constant")
             or (value in ("0", "1", "2") and inside(span, formulas) and "part of a formula")
@@ -609,12 +614,12 @@ def stated_numbers(chapter, line):
     return checked, exempt
 
 
-def written_exemption(clean, value, span):
+def written_exemption(clean, value, span, item=False):
     """A cross-reference ("chapter 3") or the year of a citation ("(Vaswani et al., 2017)"), or None."""
     before = clean[: span[0]]
     if CROSS_REFERENCE.search(before):
         return "cross-reference"
-    if not before.strip() and re.match(r"[.)] ", clean[span[1] : span[1] + 2]):
+    if item and not before.strip() and re.match(r"[.)] ", clean[span[1] : span[1] + 2]):
         return "list marker"  # "1. **The trained length.**": the number of an item of an ordered list
     if re.search(r"[A-Za-z]-$", before):
         return "part of a name"  # GPT-2, Llama-2: a hyphen joins it to a word
