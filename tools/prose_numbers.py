@@ -15,6 +15,7 @@ The mutation self-test that measures how much of a changed figure it catches is 
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field, replace
@@ -743,6 +744,7 @@ def shares(label, words):
     )
 
 
+@functools.lru_cache(maxsize=None)
 def label_words(text):
     """The label words of a text: words of two letters or more, lower case, stemmed, no stop words or units."""
     words = set()
@@ -777,30 +779,42 @@ def distances(clean, begin, end, start):
     """{label word of `clean[begin:end]`: how far its nearest occurrence stands from the number at `start`}, as
     (clause breaks between them, words between them). A clause break is one of , ; : . ! ? and a dash; a
     parenthesis is an aside: a word inside one the number is not in is one break further, and an aside
-    between the word and the number adds neither breaks nor words."""
-    text = clean[begin:end]
+    between the word and the number adds neither breaks nor words. A number counts as one word."""
+    text = NUMBER.sub(lambda m: "0" + " " * (len(m.group(0)) - 1), clean[begin:end])
     depth, level = [], 0
     for ch in text:
         level += ch == "("
         depth.append(level)
         level -= ch == ")" and level > 0
-    tokens = [(m.start(), m.group(0)) for m in re.finditer(r"[\w'\u00b5-]+|[,;:.!?\u2014\u2013]", text)]
+    tokens = [(m.start(), m.group(0)) for m in TOKEN.finditer(text)]
     at = start - begin
     here = next((i for i, (pos, _) in enumerate(tokens) if pos >= at), len(tokens))
     mine = depth[at] if at < len(depth) else 0
+    levels = range(max(depth, default=0) + 1)
+    # counts[L][i]: (breaks, words) among tokens[:i] at a depth of at most L
+    counts = {L: [(0, 0)] for L in levels}
+    for pos, token in tokens:
+        brk = token in BREAKS
+        for L in levels:
+            b, w = counts[L][-1]
+            inside = depth[pos] <= L
+            counts[L].append((b + (inside and brk), w + (inside and not brk)))
     near = {}
     for i, (pos, token) in enumerate(tokens):
-        words = label_words(token)
+        words = label_words(token) if i != here else ()
         if not words:
             continue
-        lo, hi = sorted((pos, at))
-        floor = min(mine, depth[pos])
-        between = [t for p, t in tokens if lo < p < hi and depth[p] <= floor]
-        breaks = sum(not t[0].isalnum() and t[0] not in "'-\u00b5_" for t in between) + abs(depth[pos] - mine)
-        gap = (breaks, sum(t[0].isalnum() for t in between) - (0 if i < here else 0))
+        lo, hi = sorted((i, here))
+        floor = counts[min(mine, depth[pos])]
+        breaks = floor[hi][0] - floor[lo + 1][0] + abs(depth[pos] - mine)
+        gap = (breaks, floor[hi][1] - floor[lo + 1][1])
         for w in words:
-            near[w] = min(near.get(w, (99, 99)), gap)
+            near[w] = min(near.get(w, NONE), gap)
     return near
+
+
+TOKEN = re.compile(r"[\w'\u00b5-]+|[,;:.!?\u2014\u2013]")
+BREAKS = frozenset(",;:.!?\u2014\u2013")
 
 
 def problems(chapter, only=None, strict=True):
@@ -896,6 +910,7 @@ def places(value):
     return len(value.partition(".")[2])
 
 
+@functools.lru_cache(maxsize=None)
 def mutants_of(value):
     """What one slip makes of `value`, written as the prose would write it: its last digit one up or down, ten
     times (at its precision), a tenth (one place more), its point dropped: '0.71' -> 0.72, 0.70, 7.10, 0.071, 71."""
