@@ -82,7 +82,8 @@ RULE = """\
    two of the paragraph's numbers (its only one, if it states one).
 4. Exempt, by rule: a number after "chapter"/"section" (a cross-reference); a year in a citation,
    "(Name et al., 2017)" or "(2022)"; a number a hyphen joins to a word before it (GPT-2, Llama-2); the
-   number of an item of an ordered list ("1. "); inside an Erratum admonition, the source's wrong figure
+   number of an item of an ordered list ("1. " opening the item's first line; "400. " opening a wrapped
+   line of a paragraph is checked); inside an Erratum admonition, the source's wrong figure
    it quotes; 0, 1 and 2 inside a formula (math holding a variable, as $n(n+1)/2$); literal blocks (```sh);
    and the chapter's *defining constants*, each a short phrase listed in `prose_constants.py` with its
    reason (e.g. "adds up to 1"): the number is exempt only inside that exact phrase, so "adds up to 2" is
@@ -96,18 +97,31 @@ RULE = """\
    of the other, three letters or more: "ref" and "reference") and that, when the prose writes a unit right
    after the number (nats, tokens, GiB, us, times, requests, ...), writes the same unit after it, or none.
    A number the cell does not print but holds as a literal ties when its line of code has no label word of
-   three letters or more, or shares one with those sentences. This holds for every number, figure (a
+   three letters or more, or shares one with those sentences; a literal that stands only in a plot's layout
+   (figsize=(7, 3), fontsize=9, ...) is no input and ties nothing, and a small integer the prose writes with
+   a unit of measure (nats, ms, GiB, %, ...) ties only a literal whose line names that unit (a count in the
+   code, WINDOWS = 64, is not 64 nats). This holds for every number, figure (a
    decimal, or an integer of three digits or more) and small integer alike. Print a result with its
    label, as the house style does: print(f"held-out loss: {loss:.2f} nats").
 6. A small integer goes with its figures. When its sentence also states a figure that a cell in scope
    prints, the small integer must be printed on one output line together with another number of that
    sentence ("position 3 ... 2.94" against the row "3  lifts  2.94"). State a count that no row prints
    beside the figures in a sentence of its own.
+7. A figure is the value its label names, not a neighbour's. When a cell in scope prints (or holds) a
+   figure one slip away from the stated one (its last digit one up or down, ten times, a tenth, its point
+   dropped: 153 and 154, 0.1 and 0.01), the stated value must be printed under a label whose nearest word
+   of the prose stands at least as near the number as the nearest word of any such neighbour's label. Near
+   is counted in clause breaks first (, ; : . ! ? and dashes; a parenthesis is an aside, skipped when it
+   lies between), then in words. On a tie, the neighbour wins when its output line prints more of the
+   other figures of the sentences than the stated value's line does ("temperature 0.1: favourite 0.9978"
+   names the 0.1 of "0.9978 at a temperature of 0.1"). And a decimal printed as one end of a range
+   ("unscaled 0.93 to 0.94") ties a stated number only when the sentence, or the one before, also states
+   the range's other end.
 
 `problems(..., strict=False)` holds a page to the rule as it stood before
 rules 5 and 6 were tightened: rule 5 only for a figure when the cells in scope also print a value one slip
 away from it (its last digit one up or down, or its decimal point moved one place, and not by a cell tagged
-nbval-ignore-output), and no rule 6; the rest (the sentence before, prefixes, rule 4) holds for them too.
+nbval-ignore-output), and no rule 6 or 7; the rest (the sentence before, prefixes, rule 4) holds for them too.
 """
 
 
