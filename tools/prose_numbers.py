@@ -187,9 +187,9 @@ class Cell:
 
     def closeness(self, value, context):
         """How near the best label that prints `value` (or the line of code that holds it) stands to the stated
-        number in the prose: (the distances of its shared words, nearest first, as `distances` gives them; minus
-        how many other figures of the sentences its output line prints, or 1 for a line of code); FAR for a
-        segment with no label; None when the cell does not tie `value` at all."""
+        number in the prose: (the distance of its nearest shared word, as `distances` gives it; minus how many
+        other figures of the sentences its output line prints, or 1 for a line of code); FAR for a segment with
+        no label; None when the cell does not tie `value` at all."""
         if not self.vouches(value, context, strict=True):
             return None
         words, unit, near, others = context[:4]
@@ -204,24 +204,19 @@ class Cell:
         return min(found, default=FAR)
 
 
-NONE, DEPTH = (99, 99), 1  # no shared word; only the nearest shared word of a label counts
-FAR = ((NONE,) * DEPTH, 1)  # a label that shares no word with the prose, or no label
+NONE = (99, 99)  # the distance of a word the prose does not have
+FAR = (NONE, 1)  # a label that shares no word with the prose, or no label
 
 
 def far(gap):
+    """Rule 7's distance in words: '0 breaks and 2 words away, on one output line with 1 other figure ...'."""
     row = f", on one output line with {-gap[1]} other figures of its sentences" if gap[1] < 0 else ""
-    (breaks, words), shared = gap[0][0], sum(d != NONE for d in gap[0])
-    return (
-        "no shared word"
-        if gap[0] == FAR[0]
-        else f"{shared} shared, the nearest {breaks} breaks and {words} words away{row}"
-    )
+    return "no shared word" if gap[0] == NONE else f"{gap[0][0]} clause breaks and {gap[0][1]} words away{row}"
 
 
 def match(label, near):
-    """The closeness of a label to the words near a stated number (`near`: word -> words between)."""
-    found = sorted(min((d for b, d in near.items() if shares({a}, {b})), default=NONE) for a in label)
-    return tuple((found + [NONE] * DEPTH)[:DEPTH])
+    """How near the nearest word of `label` stands to the stated number (`near`: word -> its distance), or NONE."""
+    return min((d for a in label for b, d in near.items() if shares({a}, {b})), default=NONE)
 
 
 @dataclass(frozen=True)
@@ -554,7 +549,7 @@ MEASURES = frozenset("nat ms us gib mib kib tib gb tb mb kb byte %".split())
 
 
 def units_named(src):
-    """The units of measurement a line of code names ('KiB', 'nats', 'ms_per_token' -> kib, nat, ms, token)."""
+    """The units of measurement a line of code names ('KiB', 'nats', 'ms_per_token' -> kib, nat, ms)."""
     words = {w.lower() for w in re.findall(r"[A-Za-z]+|%", src.replace("_", " "))}
     return frozenset(w[:-1] if w.endswith("s") and w[:-1] in MEASURES else w for w in words) & MEASURES
 
