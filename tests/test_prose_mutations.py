@@ -21,27 +21,23 @@ FIGURES_MIN, SMALL_INTEGERS_MIN = 0.995, 0.90
 # TEMPORARY: pages on which the check does not yet reach the floors, each with the rates it reaches now
 # (figures, small integers, rounded down; the exact rate in the comment). A page must keep them, and leaves
 # the table once it reaches the floors. What misses there is printed by test_mutations_are_caught_overall:
-# mostly a figure beside its own neighbour under one label (ridge 153, batch 154), a dropped point that
-# makes another number of the sentence (0.71 -> 71 beside "steps 71 to 100"), and positions and counts
-# that every cell of a section prints.
+# mostly a dropped point that makes another number of the sentence (0.71 -> 71 beside "steps 71 to 100"), a
+# figure beside its neighbour under the very same label (0.000655 and 0.000656 on two lines "scaled by 65,536
+# first"), an input that a mutant equals (arange(1, 101) for "1 to 100 tokens"), and positions and counts that
+# every cell of a section prints.
 BELOW_FLOOR = {
-    "01_next_token_prediction": (0.983, 0.900),  # 0.9835, 0.9554
-    "01_next_token_prediction_lab": (0.984, 0.900),  # 0.9840, 0.9125
-    "02_causal_mask": (0.982, 0.771),  # 0.9825, 0.7712 (an alt text lost two caught small integers)
+    "01_next_token_prediction": (0.987, 0.900),  # 0.9877, 0.9554
+    "02_causal_mask": (0.995, 0.810),  # 1.0000, 0.8105
     "02_causal_mask_lab": (0.995, 0.841),  # 1.0000, 0.8417
     "03_teacher_forcing": (0.994, 0.900),  # 0.9943, 0.9079
-    "03_teacher_forcing_lab": (0.968, 0.900),  # 0.9686, 0.9116
+    "03_teacher_forcing_lab": (0.984, 0.900),  # 0.9843, 0.9116
     "04_kv_cache": (0.995, 0.878),  # 1.0000, 0.8786
-    "05_sampling": (0.992, 0.857),  # 0.9929, 0.8571
-    "05_sampling_lab": (0.974, 0.900),  # 0.9741, 0.9412
-    "06_context_window": (0.981, 0.900),  # 0.9812, 0.9412
-    "06_context_window_lab": (0.955, 0.858),  # 0.9554, 0.8590
-    "08_using_pytorch": (0.987, 0.895),  # 0.9873, 0.8958
-    "08_using_pytorch_lab": (0.995, 0.750),  # 1.0000, 0.7500
-    "09_recap_quiz_lab": (0.934, 0.900),  # 0.9350, 0.9643
+    "05_sampling": (0.995, 0.857),  # 0.9976, 0.8571
+    "06_context_window": (0.993, 0.900),  # 0.9932, 0.9450
+    "06_context_window_lab": (0.995, 0.858),  # 1.0000, 0.8590
+    "08_using_pytorch": (0.995, 0.895),  # 1.0000, 0.8958
+    "08_using_pytorch_lab": (0.995, 0.760),  # 1.0000, 0.7609
 }
-# TEMPORARY, likewise: every lesson and lab together reaches the small-integer floor, and 0.986 of figures
-OVERALL_FIGURES_MIN = 0.985
 
 
 def shift(written, places):
@@ -171,7 +167,7 @@ def test_mutations_are_caught_overall(all_mutants):
     found = [m for page in all_mutants.values() for m in page]
     missed = "\n".join(str(m) for m in found if not m.caught)
     print("\n" + table(found) + "\n" + missed)
-    for figure, floor in ((True, OVERALL_FIGURES_MIN), (False, SMALL_INTEGERS_MIN)):
+    for figure, floor in ((True, FIGURES_MIN), (False, SMALL_INTEGERS_MIN)):
         mine = [m for m in found if m.figure == figure]
         assert sum(m.caught for m in mine) / len(mine) >= floor, f"{table(found)}\n{missed}"
 
