@@ -10,8 +10,10 @@ ipykernel), it
 2. runs the goldens of tests/golden/ under nbval there, in a one-thread kernel, and lists every cell that
    prints otherwise than the golden, with the first differing line.
 
-It prints a report and writes it to _build/newer-stack.txt. pip's own configuration is ignored
-(PIP_CONFIG_FILE=/dev/null), so a local wheel cache or cap does not stand in for PyPI.
+It prints a report, then a short summary to paste into the closing note or docs/testing.md (the stack's
+versions; page notebooks run; goldens passed and differing; exercise notebooks run and failed), and writes
+both to _build/newer-stack.txt. pip's own configuration is ignored (PIP_CONFIG_FILE=/dev/null), so a local
+wheel cache or cap does not stand in for PyPI. `--skip-notebooks` and `--skip-goldens` run one half.
 """
 
 from __future__ import annotations
@@ -64,8 +66,8 @@ def versions(py: Path) -> str:
     return subprocess.run([py, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def run_colab_notebooks(py: Path, env: dict) -> list[str]:
-    """Every notebook of notebooks/, alone in an empty folder, run from the top: the failures."""
+def run_colab_notebooks(py: Path, env: dict) -> list[tuple[str, bool, str]]:
+    """Every notebook of notebooks/, alone in an empty folder, run from the top: (path, ran, line) each."""
     code = r"""
 import sys, nbformat
 from nbclient import NotebookClient
@@ -76,7 +78,7 @@ try:
 except Exception as e:
     print("FAILED:", str(e).strip().splitlines()[-1][:300])
 """
-    failures = []
+    results = []
     for nb in sorted((ROOT / "notebooks").rglob("*.ipynb")):
         with tempfile.TemporaryDirectory() as folder:
             copy = Path(folder) / nb.name
@@ -87,15 +89,16 @@ except Exception as e:
                 text=True,
                 env={**env, "COURSE_SOURCE": str(ROOT)},
             ).stdout.strip()
-        line = f"colab {nb.relative_to(ROOT)}: {out.splitlines()[-1] if out else 'no output'}"
+        path = str(nb.relative_to(ROOT / "notebooks"))
+        line = f"colab notebooks/{path}: {out.splitlines()[-1] if out else 'no output'}"
         print(line, flush=True)
-        if not out.endswith("ok"):
-            failures.append(line)
-    return failures
+        results.append((path, out.endswith("ok"), line))
+    return results
 
 
-def run_goldens(py: Path, env: dict) -> list[str]:
-    """nbval on every golden, in a one-thread kernel: each cell that prints otherwise, and how."""
+def run_goldens(py: Path, env: dict) -> tuple[list[str], str]:
+    """nbval on every golden, in a one-thread kernel: each cell that prints otherwise (and its first differing
+    line), and pytest's last line."""
     cmd = [
         py,
         "-m",
@@ -123,9 +126,39 @@ def run_goldens(py: Path, env: dict) -> list[str]:
                 (l for l in block.splitlines() if l.startswith(("-", "+")) and not l.startswith(("---", "+++"))), ""
             )
             differing.append(f"golden {m.group(1)}: {first[:200]}")
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
-    print("goldens:", summary)
-    return differing + [f"goldens: {summary}"]
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-300:]
+    print("goldens:", last)
+    return differing, last
+
+
+def counted(pytest_line: str) -> dict[str, int]:
+    """pytest's last line ("2 failed, 281 passed, 1 warning in 75.81s") as counts by outcome."""
+    return {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed|errors?|skipped)\b", pytest_line)}
+
+
+def summary(stack: str, notebooks: list[tuple[str, bool, str]] | None, goldens: tuple[list[str], str] | None) -> str:
+    """The lines a maintainer pastes: versions, page notebooks, goldens, exercise notebooks."""
+    python, torch, numpy, matplotlib = stack.split()
+    lines = [f"newer stack: Python {python}, torch {torch}, numpy {numpy}, matplotlib {matplotlib}"]
+    if notebooks is not None:
+        for kind, mine in (("page", lambda p: "/" not in p), ("exercise", lambda p: p.startswith("exercises/"))):
+            these = [(path, ran) for path, ran, _ in notebooks if mine(path)]
+            failed = [path.removeprefix("exercises/") for path, ran in these if not ran]
+            lines.append(
+                f"{kind} notebooks: {len(these) - len(failed)} of {len(these)} ran from their install cell"
+                + (f"; failed: {', '.join(failed)}" if failed else "")
+            )
+    if goldens is not None:
+        differing, last = goldens
+        n = counted(last)
+        cells = sorted({re.match(r"golden (\S+::Cell \d+)", d).group(1) for d in differing})
+        lines.append(
+            f"goldens under nbval: {n.get('passed', 0)} passed, {n.get('failed', 0)} differ"
+            + (f", {n.get('error', 0) + n.get('errors', 0)} errors" if n.get("error") or n.get("errors") else "")
+            + (f" ({', '.join(cells)})" if cells else "")
+            + ("" if n else f" (pytest said: {last[:200]})")
+        )
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -134,6 +167,8 @@ def main() -> int:
     parser.add_argument(
         "--venv", type=Path, help="the environment to make or reuse (default ~/.cache/transformer-course-newer/pyX.Y)"
     )
+    parser.add_argument("--skip-notebooks", action="store_true", help="only the goldens")
+    parser.add_argument("--skip-goldens", action="store_true", help="only the Colab notebooks")
     args = parser.parse_args()
     venv = args.venv or Path.home() / ".cache" / "transformer-course-newer" / f"py{args.python}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV", "BOOK_"))}
@@ -146,12 +181,16 @@ def main() -> int:
     stack = versions(py)
     print("stack (python torch numpy matplotlib):", stack, flush=True)
     report = [f"stack (python torch numpy matplotlib): {stack}"]
-    report += run_colab_notebooks(py, env) or ["colab: every notebook ran from its own install cell"]
-    report += run_goldens(py, env)
+    notebooks = None if args.skip_notebooks else run_colab_notebooks(py, env)
+    report += [line for _, ran, line in notebooks or [] if not ran]
+    goldens = None if args.skip_goldens else run_goldens(py, env)
+    if goldens:
+        report += [*goldens[0], f"goldens: {goldens[1]}"]
+    text = "\n".join(report) + "\n\nsummary, to paste:\n" + summary(stack, notebooks, goldens) + "\n"
     out = ROOT / "_build" / "newer-stack.txt"
     out.parent.mkdir(exist_ok=True)
-    out.write_text("\n".join(report) + "\n")
-    print("\n".join(report))
+    out.write_text(text)
+    print(text, end="")
     print(f"written to {out.relative_to(ROOT)}")
     return 0
 
