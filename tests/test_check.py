@@ -2,11 +2,15 @@
 self-check names a torch that cannot import in one line with its fix, and the versions it compares against
 are the pins."""
 
+import ast
 import os
 import re
 import subprocess
 import sys
 import tomllib
+
+import jupytext
+import pytest
 
 from book import check
 from tools.notebooks import ROOT
@@ -37,6 +41,37 @@ def test_the_declared_lower_bounds_are_versions_the_course_ran_with():
     for dep in project["dependencies"]:
         name, bound = re.match(r"([\w-]+)>=([\d.]+)", dep).groups()
         assert have[name].startswith(bound + ".") or have[name] == bound, (dep, have[name])
+
+
+def test_the_code_is_within_the_declared_lowest_python():
+    """What the code uses is not newer than requires-python's lower bound: every .py file of the repository
+    and every code cell of the chapters and exercise masters parses as that Python's grammar (a 3.12 `type`
+    alias or generic `def f[T]` fails on a newer interpreter too), and ruff lints against the same version
+    (it takes requires-python when [tool.ruff] names no target-version)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    low = tuple(int(x) for x in re.match(r">=(\d+)\.(\d+)", config["project"]["requires-python"]).groups())
+    assert "target-version" not in config["tool"]["ruff"] or config["tool"]["ruff"]["target-version"] == "py%d%d" % low
+    sources = {
+        str(p.relative_to(ROOT)): p.read_text()
+        for folder in ("book", "tools", "tests", "_ext")
+        for p in (ROOT / folder).rglob("*.py")
+    }
+    for page in [*(ROOT / "chapters").glob("*.md"), *(ROOT / "solutions").glob("*.md")]:
+        for i, cell in enumerate(jupytext.read(page).cells):
+            if cell.cell_type == "code":
+                sources[f"{page.name} cell {i}"] = "\n".join(
+                    line for line in cell.source.splitlines() if not line.lstrip().startswith(("!", "%"))
+                )
+    assert len(sources) > 200
+    newer = []
+    for where, source in sources.items():
+        try:
+            ast.parse(source, feature_version=low)
+        except SyntaxError as e:
+            newer.append(f"{where}: {e}")
+    assert not newer, newer
+    with pytest.raises(SyntaxError):  # the check can fail: syntax of a later Python is refused
+        ast.parse("type Pair = tuple[int, int]", feature_version=low)
 
 
 def test_the_readme_linux_command_takes_the_cpu_build():

@@ -14,6 +14,10 @@ It prints a report, then a short summary to paste into the closing note or docs/
 versions; page notebooks run; goldens passed and differing; exercise notebooks run and failed), and writes
 both to _build/newer-stack.txt. pip's own configuration is ignored (PIP_CONFIG_FILE=/dev/null), so a local
 wheel cache or cap does not stand in for PyPI. `--skip-notebooks` and `--skip-goldens` run one half.
+
+`--pins 3.11 3.12 3.13` instead asks pip, on each of those Pythons, whether requirements.txt's learner set
+installs from PyPI as wheels (`pip install --dry-run --no-deps --only-binary :all:`, the README's command
+without the CPU index, which this machine cannot reach; it downloads each wheel, torch's 0.5 GB included).
 """
 
 from __future__ import annotations
@@ -33,13 +37,20 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THRE
 
 
 def find_python(version: str) -> str:
-    for candidate in (f"python{version}", str(Path.home() / f".pyenv/versions/{version}/bin/python")):
-        found = shutil.which(candidate) or (candidate if Path(candidate).exists() else None)
-        if found:
-            return found
-    versions = sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python"))
-    if versions:
-        return str(versions[-1])
+    """An interpreter of that version: pyenv's (X.Y.Z, or the newest X.Y.*), else one on the PATH that runs."""
+    pyenv = Path.home() / ".pyenv" / "versions"
+    exact = pyenv / version / "bin" / "python"
+    found = (
+        [exact]
+        if exact.exists()
+        else sorted(
+            pyenv.glob(f"{version}.*/bin/python"),
+            key=lambda p: [int(x) if x.isdigit() else -1 for x in p.parts[-3].split(".")],
+        )
+    )
+    for candidate in [*map(str, found[-1:]), shutil.which(f"python{version}")]:
+        if candidate and subprocess.run([candidate, "-c", ""], capture_output=True).returncode == 0:
+            return candidate
     sys.exit(f"no Python {version} found (install it, or pass --python with another version)")
 
 
@@ -56,6 +67,33 @@ def prepare(venv: Path, python: str, env: dict) -> Path:
     run([py, "-m", "pip", "uninstall", "-q", "-y", "book", "otter-grader"], env=env)  # as on Colab
     run([py, "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"], env=env)
     return py
+
+
+def pins_install(pythons: list[str], env: dict) -> list[str]:
+    """For each Python, whether the learner set's pins all have wheels it installs (a dry run): one line each."""
+    pinned = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if not line.startswith("-e")]
+    lines = []
+    with tempfile.TemporaryDirectory() as folder:
+        wanted = Path(folder) / "requirements.txt"
+        wanted.write_text("\n".join(pinned) + "\n")
+        for version in pythons:
+            python = find_python(version)
+            have = subprocess.run(
+                [python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
+            )
+            cmd = [python, "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed"]
+            cmd += ["--only-binary", ":all:", "-r", str(wanted)]
+            print("$", " ".join(cmd), flush=True)
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            would = re.search(r"^Would install (.*)$", done.stdout, re.M)
+            if done.returncode == 0 and would:
+                count = len(would.group(1).split())
+                lines.append(f"pins on Python {have.stdout.strip()}: all {count} wheels found (pip --dry-run)")
+            else:
+                why = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                lines.append(f"pins on Python {have.stdout.strip()}: do not install: {why[:200]}")
+            print(lines[-1], flush=True)
+    return lines
 
 
 def versions(py: Path) -> str:
@@ -167,6 +205,7 @@ def main() -> int:
     parser.add_argument(
         "--venv", type=Path, help="the environment to make or reuse (default ~/.cache/transformer-course-newer/pyX.Y)"
     )
+    parser.add_argument("--pins", nargs="+", metavar="X.Y", help="only dry-run the learner pins on these Pythons")
     parser.add_argument("--skip-notebooks", action="store_true", help="only the goldens")
     parser.add_argument("--skip-goldens", action="store_true", help="only the Colab notebooks")
     args = parser.parse_args()
@@ -177,6 +216,10 @@ def main() -> int:
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "BOOK_CACHE": tempfile.mkdtemp(prefix="newer-stack-cache-"),
     }
+    if args.pins:
+        lines = pins_install(args.pins, env)
+        print("\n".join(lines))
+        return 0 if all("all " in line for line in lines) else 1
     py = prepare(venv, find_python(args.python), env)
     stack = versions(py)
     print("stack (python torch numpy matplotlib):", stack, flush=True)
