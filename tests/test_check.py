@@ -3,6 +3,7 @@ self-check names a torch that cannot import in one line with its fix, and the ve
 are the pins."""
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -37,6 +38,8 @@ def test_the_declared_lower_bounds_are_versions_the_course_ran_with():
     low = re.match(r">=(\d+\.\d+)", project["requires-python"]).group(1)
     assert low == check.PRINTED_WITH["python"]
     assert check.SUPPORTED_PYTHON[0] == tuple(int(x) for x in low.split("."))
+    major, below = map(int, re.search(r"<(\d+)\.(\d+)", project["requires-python"]).groups())
+    assert check.SUPPORTED_PYTHON[1] == (major, below - 1)  # the highest Python tried is the highest declared
     have = pins()
     for dep in project["dependencies"]:
         name, bound = re.match(r"([\w-]+)>=([\d.]+)", dep).groups()
@@ -119,3 +122,34 @@ def test_a_python_outside_the_range_and_a_missing_package_are_problems():
     lines = check.check_packages(lambda dist: None if dist == "jupytext" else "1.0")
     assert [good for good, _ in lines].count(False) == 1
     assert any("jupytext is not installed" in line for _, line in lines)
+
+
+def test_a_version_other_than_the_pins_is_named_and_judged_by_what_was_tried():
+    """A Python, torch or numpy on which the newer-stack run found every figure the same is ok and says so;
+    an untried torch is a problem naming the pinned version and its fix; an untried numpy is noted."""
+    assert "every figure was the same on 3.13" in check.check_python((3, 13, 0))[1]
+    assert check.check_python((3, 11, 7)) == (True, "ok: Python 3.11.7")
+
+    class Done:
+        def __init__(self, version):
+            self.stdout = json.dumps(
+                {"version": version, "cuda": "13.2", "path": "AVX2", "threads": 1, "cache": "/c", "trained": True}
+            )
+            self.stderr = ""
+
+    tried = check.check_torch(lambda: Done(check.SAME_FIGURES_ON["torch"][0] + "+cu132"))
+    assert all(good for good, _ in tried) and "every printed figure was the same" in tried[1][1]
+    untried = check.check_torch(lambda: Done("9.0.0+cu132"))
+    assert [good for good, _ in untried] == [True, False, True]
+    assert "torch 9.0.0 is not " + check.PRINTED_WITH["torch"] in untried[1][1] and check.TORCH_FIX in untried[1][1]
+    assert check.check_torch(lambda: Done(check.PRINTED_WITH["torch"] + "+cpu"))[1] == (
+        True,
+        "ok: the tiny model is trained, in /c",
+    )
+    numpy = dict(zip(check.NEEDED, check.check_packages(lambda dist: "9.0.0")))["numpy"][1]
+    assert (
+        numpy
+        == "ok: numpy 9.0.0 (not the pinned "
+        + check.PRINTED_WITH["numpy"]
+        + ", with which the pages were printed; not tried)"
+    )
