@@ -13,7 +13,8 @@ ipykernel), it
 It prints a report, then a short summary to paste into the closing note or docs/testing.md (the stack's
 versions; page notebooks run; goldens passed and differing; exercise notebooks run and failed), and writes
 both to _build/newer-stack.txt. pip's own configuration is ignored (PIP_CONFIG_FILE=/dev/null), so a local
-wheel cache or cap does not stand in for PyPI. `--skip-notebooks` and `--skip-goldens` run one half.
+wheel cache or cap does not stand in for PyPI. `--skip-notebooks` and `--skip-goldens` run one half. When
+no cell differs, add the versions to `SAME_FIGURES_ON` in book/check.py and the summary to docs/testing.md.
 
 `--pins 3.11 3.12 3.13` instead asks pip, on each of those Pythons, whether requirements.txt's learner set
 installs from PyPI as wheels (`pip install --dry-run --no-deps --only-binary :all:`, the README's command
@@ -136,7 +137,9 @@ except Exception as e:
 
 def run_goldens(py: Path, env: dict) -> tuple[list[str], str]:
     """nbval on every golden, in a one-thread kernel: each cell that prints otherwise (and its first differing
-    line), and pytest's last line."""
+    line), and pytest's last line. The course is installed first, from this checkout, as the notebooks' first
+    cell does (prepare() removed it, and --skip-notebooks leaves it out)."""
+    run([py, "-m", "pip", "install", "-q", "--no-deps", str(ROOT)], env=env)
     cmd = [
         py,
         "-m",
