@@ -2,11 +2,16 @@
 self-check names a torch that cannot import in one line with its fix, and the versions it compares against
 are the pins."""
 
+import ast
+import json
 import os
 import re
 import subprocess
 import sys
 import tomllib
+
+import jupytext
+import pytest
 
 from book import check
 from tools.notebooks import ROOT
@@ -33,10 +38,43 @@ def test_the_declared_lower_bounds_are_versions_the_course_ran_with():
     low = re.match(r">=(\d+\.\d+)", project["requires-python"]).group(1)
     assert low == check.PRINTED_WITH["python"]
     assert check.SUPPORTED_PYTHON[0] == tuple(int(x) for x in low.split("."))
+    major, below = map(int, re.search(r"<(\d+)\.(\d+)", project["requires-python"]).groups())
+    assert check.SUPPORTED_PYTHON[1] == (major, below - 1)  # the highest Python tried is the highest declared
     have = pins()
     for dep in project["dependencies"]:
         name, bound = re.match(r"([\w-]+)>=([\d.]+)", dep).groups()
         assert have[name].startswith(bound + ".") or have[name] == bound, (dep, have[name])
+
+
+def test_the_code_is_within_the_declared_lowest_python():
+    """What the code uses is not newer than requires-python's lower bound: every .py file of the repository
+    and every code cell of the chapters and exercise masters parses as that Python's grammar (a 3.12 `type`
+    alias or generic `def f[T]` fails on a newer interpreter too), and ruff lints against the same version
+    (it takes requires-python when [tool.ruff] names no target-version)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    low = tuple(int(x) for x in re.match(r">=(\d+)\.(\d+)", config["project"]["requires-python"]).groups())
+    assert "target-version" not in config["tool"]["ruff"] or config["tool"]["ruff"]["target-version"] == "py%d%d" % low
+    sources = {
+        str(p.relative_to(ROOT)): p.read_text()
+        for folder in ("book", "tools", "tests", "_ext")
+        for p in (ROOT / folder).rglob("*.py")
+    }
+    for page in [*(ROOT / "chapters").glob("*.md"), *(ROOT / "solutions").glob("*.md")]:
+        for i, cell in enumerate(jupytext.read(page).cells):
+            if cell.cell_type == "code":
+                sources[f"{page.name} cell {i}"] = "\n".join(
+                    line for line in cell.source.splitlines() if not line.lstrip().startswith(("!", "%"))
+                )
+    assert len(sources) > 200
+    newer = []
+    for where, source in sources.items():
+        try:
+            ast.parse(source, feature_version=low)
+        except SyntaxError as e:
+            newer.append(f"{where}: {e}")
+    assert not newer, newer
+    with pytest.raises(SyntaxError):  # the check can fail: syntax of a later Python is refused
+        ast.parse("type Pair = tuple[int, int]", feature_version=low)
 
 
 def test_the_readme_linux_command_takes_the_cpu_build():
@@ -84,3 +122,34 @@ def test_a_python_outside_the_range_and_a_missing_package_are_problems():
     lines = check.check_packages(lambda dist: None if dist == "jupytext" else "1.0")
     assert [good for good, _ in lines].count(False) == 1
     assert any("jupytext is not installed" in line for _, line in lines)
+
+
+def test_a_version_other_than_the_pins_is_named_and_judged_by_what_was_tried():
+    """A Python, torch or numpy on which the newer-stack run found every figure the same is ok and says so;
+    an untried torch is a problem naming the pinned version and its fix; an untried numpy is noted."""
+    assert "every figure was the same on 3.13" in check.check_python((3, 13, 0))[1]
+    assert check.check_python((3, 11, 7)) == (True, "ok: Python 3.11.7")
+
+    class Done:
+        def __init__(self, version):
+            self.stdout = json.dumps(
+                {"version": version, "cuda": "13.2", "path": "AVX2", "threads": 1, "cache": "/c", "trained": True}
+            )
+            self.stderr = ""
+
+    tried = check.check_torch(lambda: Done(check.SAME_FIGURES_ON["torch"][0] + "+cu132"))
+    assert all(good for good, _ in tried) and "every printed figure was the same" in tried[1][1]
+    untried = check.check_torch(lambda: Done("9.0.0+cu132"))
+    assert [good for good, _ in untried] == [True, False, True]
+    assert "torch 9.0.0 is not " + check.PRINTED_WITH["torch"] in untried[1][1] and check.TORCH_FIX in untried[1][1]
+    assert check.check_torch(lambda: Done(check.PRINTED_WITH["torch"] + "+cpu"))[1] == (
+        True,
+        "ok: the tiny model is trained, in /c",
+    )
+    numpy = dict(zip(check.NEEDED, check.check_packages(lambda dist: "9.0.0")))["numpy"][1]
+    assert (
+        numpy
+        == "ok: numpy 9.0.0 (not the pinned "
+        + check.PRINTED_WITH["numpy"]
+        + ", with which the pages were printed; not tried)"
+    )

@@ -72,3 +72,27 @@ def test_each_chapter_page_has_its_colab_button(site):
     exercises = (site / "exercises.html").read_text()
     for p in (ROOT / "exercises").glob("*.ipynb"):
         assert f"blob/{branch}/notebooks/exercises/{p.name}" in exercises, p.name
+
+
+def test_the_newer_stack_summary_counts_what_ran_and_what_differs():
+    """The lines tools/newer_stack.py prints for a maintainer to paste: page and exercise notebooks counted
+    apart, a failed exercise named, pytest's failures counted as differing cells and the cells named."""
+    from tools import newer_stack
+
+    assert newer_stack.counted("2 failed, 281 passed, 1 warning in 75.81s (0:01:15)") == {"failed": 2, "passed": 281}
+    notebooks = [
+        ("01_next_token_prediction.ipynb", True, ""),
+        ("01_next_token_prediction_lab.ipynb", True, ""),
+        ("exercises/05_sampling.ipynb", False, "colab notebooks/exercises/05_sampling.ipynb: FAILED: TypeError"),
+        ("exercises/01_next_token_prediction.ipynb", True, ""),
+    ]
+    goldens = (["golden ../tests/golden/05_sampling.ipynb::Cell 7: -0.5310"], "1 failed, 282 passed in 75.81s")
+    lines = newer_stack.summary("3.13.0 2.15.0+cu132 2.5.5 3.11.2", notebooks, goldens).splitlines()
+    assert lines == [
+        "newer stack: Python 3.13.0, torch 2.15.0+cu132, numpy 2.5.5, matplotlib 3.11.2",
+        "page notebooks: 2 of 2 ran from their install cell",
+        "exercise notebooks: 1 of 2 ran from their install cell; failed: 05_sampling.ipynb",
+        "goldens under nbval: 282 passed, 1 differ (../tests/golden/05_sampling.ipynb::Cell 7)",
+    ]
+    broken = newer_stack.summary("3.13.0 2.15.0 2.5.5 3.11.2", None, ([], "ERROR: file not found"))
+    assert broken.splitlines()[1] == "goldens under nbval: 0 passed, 0 differ (pytest said: ERROR: file not found)"
