@@ -153,3 +153,22 @@ def test_a_version_other_than_the_pins_is_named_and_judged_by_what_was_tried():
         + check.PRINTED_WITH["numpy"]
         + ", with which the pages were printed; not tried)"
     )
+
+
+def test_every_lesson_points_to_the_self_check_before_it_starts():
+    """Issue 34: the README and each chapter's *Before you start* name `python -m book.check`, the first thing a
+    learner on their own machine runs (and pastes into a question)."""
+    from tools import built_site
+
+    missing = []
+    for page in built_site.toc_pages():
+        source = built_site.source_of(page)
+        if not source.parent.name == "chapters" or source.stem.endswith("_lab"):
+            continue
+        text = source.read_text()
+        start = text.find("**Before you start.**")
+        paragraph = text[start : text.find("\n\n", start)] if start >= 0 else ""
+        if "python -m book.check" not in paragraph:
+            missing.append(source.name)
+    assert not missing, f"no `python -m book.check` in the Before you start of {missing}"
+    assert "python -m book.check" in (ROOT / "README.md").read_text()

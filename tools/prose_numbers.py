@@ -516,7 +516,7 @@ def cell_of(index, line, section, cell, gold, layout=True):
 # TEMPORARY: pages whose alt texts still state a count that only a plot's size (figsize=(6, 4.5)) holds; the
 # prose edits that tie it to a printed row are requested in /work/notes/prose-requests.md, and a page leaves
 # this set when they are merged (tests/test_prose.py fails on a page listed here that no longer needs it)
-LAYOUT_STILL_TIES = frozenset({"04_kv_cache"})
+LAYOUT_STILL_TIES = frozenset()
 # keyword arguments that lay a plot out: their numbers size and place the picture, they are no inputs of a result
 LAYOUT = frozenset(
     "figsize width_ratios height_ratios dpi fontsize linewidth lw markersize ms alpha pad zorder".split()
