@@ -46,22 +46,25 @@ def pytest_configure(config):
         config.option.nbval_kernel_name = ONE_THREAD_KERNEL
 
 
-# The schedule. `make test` runs the tests on one worker per CPU with pytest-xdist's `loadgroup`: every test
-# file is a group, and so is every golden notebook (its cells run in one kernel, in order), and a worker takes
-# a whole group at a time, the next in line when it has two tests or fewer left. The groups are put in line
-# longest first, by the seconds each took in the last measured run (tests/durations.json, written by
-# `pytest --write-durations`; a group not in it counts one second a test), so that the long groups start early
-# and the short ones fill in at the end, when the two workers finish together. The one exception goes first:
-# test_build.py builds _build/html (a file lock keeps any other worker that needs the site waiting,
-# built_site.ensure_built). Run serially (a plain `pytest`), the order is the same.
+# The schedule. `make test` runs the tests on one worker per CPU with pytest-xdist's `loadfile`: a worker takes
+# a whole test file, or a whole golden notebook (its cells run in one kernel, in order), the next in line when
+# it has two tests or fewer left. The files are put in line longest first, by the seconds each took in the
+# last measured run (tests/durations.json, written by `pytest --write-durations`; a file not in it counts a
+# tenth of a second a test), so that the long ones start early and the short ones fill in at the end, when
+# the two workers finish together. The one exception goes first: test_build.py builds _build/html (a file
+# lock keeps any other worker that needs the site waiting, built_site.ensure_built). Run serially (a plain
+# `pytest`), the order is the same. (`--dist loadgroup` with xdist_group marks would give the same groups, but
+# with pytest 9.2 and pytest-xdist 3.8 it silently ignores the marks: pytest-dev/pytest-xdist#1386.)
 TESTS = Path(__file__).resolve().parent
 DURATIONS = TESTS / "durations.json"
 FIRST = "test_build.py"
+UNMEASURED = 0.1  # seconds a test of a file not in tests/durations.json (a new one)
 
 
 @functools.cache
 def group_of(path):
-    """The group of a test file or golden notebook: its path under tests/, e.g. 'golden/02_causal_mask.ipynb'."""
+    """What a worker takes whole, a test file or a golden notebook, by its path under tests/ (as
+    tests/durations.json names it), e.g. 'test_tiny.py' or 'golden/02_causal_mask.ipynb'."""
     return Path(path).resolve().relative_to(TESTS).as_posix()
 
 
@@ -70,9 +73,9 @@ def measured_seconds():
 
 
 def line_up(groups, seconds):
-    """The groups in the order the workers take them: the build first, then the longest first (a group never
-    measured counts one second a test; ties keep pytest's order). `groups` maps a group to its test count."""
-    cost = {g: seconds.get(g, float(n)) for g, n in groups.items()}
+    """The files in the order the workers take them: the build first, then the longest first (a file never
+    measured counts UNMEASURED seconds a test; ties keep pytest's order). `groups` maps a file to its test count."""
+    cost = {g: seconds.get(g, UNMEASURED * n) for g, n in groups.items()}
     return sorted(groups, key=lambda g: (g != FIRST, -cost[g]))
 
 
@@ -106,17 +109,15 @@ def pytest_addoption(parser):
     parser.addoption(
         "--write-durations",
         action="store_true",
-        help="write the seconds each group of tests took into tests/durations.json, the order of the next runs",
+        help="write the seconds each test file took into tests/durations.json, the order of the next runs",
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items):
     groups = {}
     for item in items:
         group = group_of(item.path)
         groups[group] = groups.get(group, 0) + 1
-        item.add_marker(pytest.mark.xdist_group(group))
         if group.split("/")[0] in SLOW:
             item.add_marker(pytest.mark.slow)
     rank = {g: i for i, g in enumerate(line_up(groups, measured_seconds()))}
@@ -127,7 +128,7 @@ _spent = {}
 
 
 def pytest_runtest_logreport(report):
-    """The seconds of every test's setup, call and teardown, by group (the controller sees every worker's)."""
+    """The seconds of every test's setup, call and teardown, by file (the controller sees every worker's)."""
     group = group_of(TESTS.parent / report.nodeid.split("::")[0])  # node ids start at the repository's root
     _spent[group] = _spent.get(group, 0.0) + report.duration
 
