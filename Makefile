@@ -23,16 +23,16 @@ setup: $(STAMP)
 book: setup
 	$(BIN)/python -m tools.built_site
 
-# The test files side by side, one worker per CPU, each file whole on one worker, in the order of
-# tests/conftest.py; TESTS="tests/test_prose.py tests/golden" runs some of them (tools/bench.py times the
-# suite of issue 12 this way). A plain `.venv/bin/python -m pytest FILE` runs serially.
+# The tests side by side, one worker per CPU: each test file, and each golden notebook, whole on one worker,
+# the longest first by tests/durations.json and the build before all (see tests/conftest.py); TESTS="tests/test_prose.py tests/golden" runs some of them (tools/bench.py times the
+# suite of issue 12 this way). A plain `.venv/bin/python -m pytest FILE` runs serially, in the same order.
 TESTS ?=
 test: setup lint
 	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --no-loadscope-reorder $(TESTS)
 
 # The fast tier (about a minute): lint, format, and every test file not marked slow in tests/conftest.py.
 check: setup lint
-	$(BIN)/python -m pytest --numprocesses auto --dist loadfile -m "not slow" $(TESTS)
+	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --no-loadscope-reorder -m "not slow" $(TESTS)
 
 # ruff's lint and format rules (pyproject.toml) on every Python file; `$(BIN)/ruff format .` fixes the format.
 lint: setup

@@ -4,6 +4,7 @@ nbval runs the goldens in a kernel of one thread (the spec written below), while
 chapters at the machine's default thread count: test_thread_count.py compares the two runs' outputs.
 """
 
+import functools
 import json
 import os
 import re
@@ -45,17 +46,44 @@ def pytest_configure(config):
         config.option.nbval_kernel_name = ONE_THREAD_KERNEL
 
 
-# The order of the test files. `make test` runs them side by side, one worker per CPU, each file whole on one
-# worker (a golden notebook is a file), taken in this order (pytest-xdist's loadfile, not reordered). The first
-# two workers take the first two files, then the first worker takes the third at once, as a worker takes its
-# next file when it has two tests or fewer left (test_build.py has two). test_build.py builds _build/html first
-# (a file lock keeps any other worker that needs the site waiting, built_site.ensure_built); the golden of
-# chapter 1, which needs no site, goes to the second worker; the browser tests, the longest file (about a third
-# of the suite), follow the build on the first worker; then the other long files; the rest keep pytest's
-# order. Run serially (a plain `pytest`), the order is the same.
-ORDER = [
+# The schedule. `make test` runs the tests on one worker per CPU with pytest-xdist's `loadfile`: a worker takes
+# a whole test file, or a whole golden notebook (its cells run in one kernel, in order), the next in line when
+# it has two tests or fewer left. The files are put in line longest first, by the seconds each took in the
+# last measured run (tests/durations.json, written by `pytest --write-durations`; a file not in it counts a
+# tenth of a second a test), so that the long ones start early and the short ones fill in at the end, when
+# the two workers finish together. The one exception goes first: test_build.py builds _build/html (a file
+# lock keeps any other worker that needs the site waiting, built_site.ensure_built). Run serially (a plain
+# `pytest`), the order is the same. (`--dist loadgroup` with xdist_group marks would give the same groups, but
+# with pytest 9.2 and pytest-xdist 3.8 it silently ignores the marks: pytest-dev/pytest-xdist#1386.)
+TESTS = Path(__file__).resolve().parent
+DURATIONS = TESTS / "durations.json"
+FIRST = "test_build.py"
+UNMEASURED = 0.1  # seconds a test of a file not in tests/durations.json (a new one)
+
+
+@functools.cache
+def group_of(path):
+    """What a worker takes whole, a test file or a golden notebook, by its path under tests/ (as
+    tests/durations.json names it), e.g. 'test_tiny.py' or 'golden/02_causal_mask.ipynb'."""
+    return Path(path).resolve().relative_to(TESTS).as_posix()
+
+
+def measured_seconds():
+    return json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+
+
+def line_up(groups, seconds):
+    """The files in the order the workers take them: the build first, then the longest first (a file never
+    measured counts UNMEASURED seconds a test; ties keep pytest's order). `groups` maps a file to its test count."""
+    cost = {g: seconds.get(g, UNMEASURED * n) for g, n in groups.items()}
+    return sorted(groups, key=lambda g: (g != FIRST, -cost[g]))
+
+
+# The slow tier: files that build the site, drive a browser or a kernel, grade in sandboxes, train or run the
+# goldens. `make check` runs everything else (the fast tier, about a minute: `pytest -m "not slow"`);
+# `make test` runs both.
+SLOW = {
     "test_build.py",
-    "01_next_token_prediction.ipynb",
     "test_browser.py",
     "golden",
     "test_cpu_paths.py",
@@ -65,20 +93,6 @@ ORDER = [
     "test_jupyter_server.py",
     "test_exercises.py",
     "test_tiny.py",
-]
-
-
-def _rank(item):
-    for rank, name in enumerate(ORDER):
-        if name in (item.path.name, item.path.parent.name):
-            return rank
-    return len(ORDER)
-
-
-# The slow tier: files that build the site, drive a browser or a kernel, grade in sandboxes, train or run the
-# goldens. `make check` runs everything else (the fast tier, about a minute: `pytest -m "not slow"`);
-# `make test` runs both.
-SLOW = (set(ORDER) - {"01_next_token_prediction.ipynb"}) | {  # the long files, and these
     "test_calculator.py",
     "test_thread_count.py",
     "test_links.py",
@@ -91,11 +105,38 @@ SLOW = (set(ORDER) - {"01_next_token_prediction.ipynb"}) | {  # the long files, 
 }
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--write-durations",
+        action="store_true",
+        help="write the seconds each test file took into tests/durations.json, the order of the next runs",
+    )
+
+
 def pytest_collection_modifyitems(items):
-    items.sort(key=_rank)  # stable: within a file, and among the files not listed, pytest's order stays
+    groups = {}
     for item in items:
-        if item.path.name in SLOW or item.path.parent.name in SLOW:
+        group = group_of(item.path)
+        groups[group] = groups.get(group, 0) + 1
+        if group.split("/")[0] in SLOW:
             item.add_marker(pytest.mark.slow)
+    rank = {g: i for i, g in enumerate(line_up(groups, measured_seconds()))}
+    items.sort(key=lambda item: rank[group_of(item.path)])  # stable: within a group, pytest's order stays
+
+
+_spent = {}
+
+
+def pytest_runtest_logreport(report):
+    """The seconds of every test's setup, call and teardown, by file (the controller sees every worker's)."""
+    group = group_of(TESTS.parent / report.nodeid.split("::")[0])  # node ids start at the repository's root
+    _spent[group] = _spent.get(group, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    if session.config.getoption("--write-durations") and not hasattr(session.config, "workerinput"):
+        seconds = {**measured_seconds(), **{g: round(s, 1) for g, s in _spent.items()}}
+        DURATIONS.write_text(json.dumps(dict(sorted(seconds.items(), key=lambda kv: -kv[1])), indent=1) + "\n")
 
 
 @pytest.fixture(scope="session")

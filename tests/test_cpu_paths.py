@@ -16,18 +16,28 @@ are what its recipe trains, bit for bit: the check trains the whole run there it
 the first tiny.RETRAIN_STEPS steps that chapter 2's lab retrained there must be the shipped run's first losses.
 Timing cells (nbval-ignore-output) are left out, as in the goldens' run; the sanitizers of
 tests/sanitize.cfg apply.
+
+The pages of one path run one after the other in one kernel of one thread (one notebook of all their cells,
+`one_notebook`), not each in a kernel of its own: a kernel imports torch, matplotlib and torch._dynamo once
+instead of once a page. That a page prints its golden from a fresh kernel is the goldens' own nbval run; here
+the question is the code path, and between two pages the kernel is put back as a fresh one holds it (the
+user's names deleted, numpy's and torch's print options, torch's default dtype, grad mode and threads, no
+figure open, the goldens' folder as working directory: FRESH_PAGE), so no page sees what another left.
 """
 
+import functools
 import os
 import platform
 import re
 import subprocess
 import sys
 
+import conftest
+import nbformat
 import pytest
 
 from book import tiny
-from tools.notebooks import GOLDEN, ROOT, chapter_names
+from tools.notebooks import GOLDEN, ROOT, chapter_names, code_cells, read_golden
 
 # the chapters that compute with PyTorch: those that train, load or sample the tiny trained models, and those
 # whose other torch computations (a training step, a fused attention) could round differently on another path
@@ -47,6 +57,12 @@ PINS = tiny.CPU_PATH_VARIABLES
 
 def capability(env):
     """The code path PyTorch takes under `env` on this machine (it falls back when the processor lacks one)."""
+    return _capability(tuple(sorted((k, v) for k, v in env.items() if k in PINS)))
+
+
+@functools.cache  # one torch import for each setting of the path's variables, not two a test
+def _capability(pinned):
+    env = {k: v for k, v in os.environ.items() if k not in PINS} | dict(pinned)
     code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
     return subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
@@ -58,9 +74,58 @@ def environment(path, cache):
     return {**env, **PATHS[path], "BOOK_CACHE": str(cache), "PYTHONHASHSEED": "0"}
 
 
-def failed_cells(output):
-    """The golden cells nbval reports as failed, e.g. '02_causal_mask.ipynb::Cell 16'."""
-    return sorted(set(re.findall(r"FAILED \S*?([0-9]{2}_\w+\.ipynb::Cell \d+)", output)))
+# Run before the first page and between two pages of the one kernel: what a fresh kernel holds, again.
+FRESH_PAGE = '''"""Between two pages run in one kernel (tests/test_cpu_paths.py): the state a fresh kernel has."""
+import os
+import sys
+
+import numpy
+import torch
+
+GOLDEN = {golden!r}
+FRESH = {{"numpy": numpy.get_printoptions(), "threads": torch.get_num_threads(), "dtype": torch.get_default_dtype()}}
+
+
+def next_page():
+    """IPython's %reset -f has deleted the user's names; this puts back what a page may have changed besides."""
+    numpy.set_printoptions(**FRESH["numpy"])
+    torch.set_printoptions(profile="default")
+    torch.set_default_dtype(FRESH["dtype"])
+    torch.set_grad_enabled(True)
+    torch.set_num_threads(FRESH["threads"])
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+    os.chdir(GOLDEN)
+
+
+next_page()
+'''
+BETWEEN = "%reset -f\nimport fresh_page\nfresh_page.next_page()"
+
+
+def one_notebook(names, folder):
+    """The code cells of the goldens `names`, in order, in one notebook written into `folder` (with its helper
+    fresh_page.py), each page after a cell that makes the kernel as fresh; and, for each of its cells, the
+    golden cell it is (e.g. '02_causal_mask.ipynb::Cell 16'; None for the cells between pages)."""
+    (folder / "fresh_page.py").write_text(FRESH_PAGE.format(golden=str(GOLDEN)))
+    nb = nbformat.v4.new_notebook(metadata=read_golden(names[0]).metadata)
+    origin = []
+    for number, name in enumerate(names):
+        start = f"import sys\nsys.path.insert(0, {str(folder)!r})\nimport fresh_page" if number == 0 else BETWEEN
+        nb.cells.append(nbformat.v4.new_code_cell(start, execution_count=1))
+        origin.append(None)
+        for index, cell in enumerate(code_cells(read_golden(name))):
+            nb.cells.append(cell)
+            origin.append(f"{name}.ipynb::Cell {index}")
+    path = folder / "pages.ipynb"
+    nbformat.write(nb, path)
+    return path, origin
+
+
+def failed_cells(output, origin):
+    """The golden cells nbval reports as failed in the one notebook, by their page (or as between two pages)."""
+    numbers = sorted({int(n) for n in re.findall(r"FAILED \S*?pages\.ipynb::Cell (\d+)", output)})
+    return [origin[n] or f"the cell before page {next(o for o in origin[n:] if o).split('::')[0]}" for n in numbers]
 
 
 def test_the_chapters_that_train_are_found():
@@ -85,15 +150,16 @@ def test_the_goldens_print_the_same_on_another_cpu_path(path, tmp_path):
         pytest.skip(f"this processor has no {path} path (PyTorch falls back to {taken})")
     if path != "plain" and taken == native:
         pytest.skip(f"{path} is this machine's own path: the goldens' nbval run covers it")
-    goldens = [str(GOLDEN / f"{name}.ipynb") for name in CHAPTERS]
+    notebook, origin = one_notebook(CHAPTERS, tmp_path)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *goldens],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-c", str(ROOT / "pyproject.toml")]
+        + ["--nbval-kernel-name", conftest.ONE_THREAD_KERNEL, str(notebook)],  # the goldens' kernel (conftest.py)
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
     )
-    failed = failed_cells(run.stdout)
+    failed = failed_cells(run.stdout, origin)
     assert run.returncode == 0, (
         f"on the {path} path ({' '.join(f'{k}={v}' for k, v in PATHS[path].items())}), {len(failed)} golden "
         f"cells printed something else: {', '.join(failed) or '(see below)'}\n{run.stdout[-6000:]}"

@@ -37,6 +37,22 @@ def code_cells(nb):
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
+def why_stale(name, mine, golden, tags=True):
+    """Why the golden of `name` is stale, or None when it is not: the one test of "the golden is stale" (the
+    sync test, the thread-count test and the prose check ask it). `mine` are the code cells the golden must hold,
+    in order (the chapter's, as Jupytext or MyST-NB reads it); `golden` the golden's; with `tags`, each cell's
+    tags must match too (nbval reads them: nbval-ignore-output, raises-exception)."""
+    fix = f"run `make golden CH={name}`"
+    if len(mine) != len(golden):
+        return f"{name}: the chapter has {len(mine)} code cells, its golden {len(golden)}; {fix}"
+    for i, (cell, gold) in enumerate(zip(mine, golden), start=1):
+        if cell.source != gold.source:
+            return f"{name}: code cell {i} differs from its golden; {fix}"
+        if tags and cell.metadata.get("tags", []) != gold.metadata.get("tags", []):
+            return f"{name}: the tags of code cell {i} differ from its golden's; {fix}"
+    return None
+
+
 def output_text(cell):
     """All text a code cell printed or returned (images excluded)."""
     parts = []
