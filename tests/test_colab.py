@@ -48,8 +48,9 @@ def test_an_exercise_loads_its_checks_in_an_empty_folder(tmp_path, monkeypatch):
     nb.cells = nb.cells[:2] + [
         nbformat.v4.new_code_cell(
             "import numpy as np\nfrom book import softmax\n"
-            "def with_temperature(logits, temperature):\n"
-            "    return softmax(np.asarray(logits, dtype=float) / temperature)\n"
+            "def rows_with_temperature(logits, temperatures):\n"
+            "    t = np.asarray(temperatures, dtype=float)[:, None]\n"
+            "    return softmax(np.asarray(logits, dtype=float) / t)\n"
             "print(grader.notebook)\nprint(grader.check('q1'))"
         )
     ]

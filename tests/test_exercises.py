@@ -536,3 +536,114 @@ def test_a_malformed_master_is_refused_by_name(tmp_path, cells, fault):
     with pytest.raises(MasterError, match=re.escape(fault)) as raised:
         read_master(_master(tmp_path, *cells))
     assert "solutions/99_made_up.md" in str(raised.value)
+
+
+# Issue 35: the hidden inputs are drawn afresh for each grading run from a seed the grader keeps (probes.py's
+# `SEED = 0` line, replaced by tools/grade.py's `with_seed`), so inputs one run leaked are worth nothing in the
+# next. Every question of every exercise draws some of its inputs with `fresh()`/`fresh_float()`.
+FRESH_SEEDS = (1, 2, 3)
+
+# Honest answers written another way than the masters' (another formula, another library call), which must
+# score full marks on every run's fresh inputs, as the solution does: a fresh input must never need the
+# solution's own rounding.
+HONEST = {
+    "02_causal_mask": [
+        "def allowed_pairs(n):\n    return math.comb(n + 1, 2)",
+        "def causal_mask(n):\n    return np.arange(n)[:, None] >= np.arange(n)[None, :]",
+    ],
+    "04_kv_cache": [
+        "def passes_without_cache(n):\n    return sum(range(n + 1)) if n < 10**5 else math.comb(n + 1, 2)",
+        "def kv_bytes_per_token(n_layers, n_heads, n_kv_heads, d_head, bits_per_number):\n"
+        "    return (2 * n_layers * n_kv_heads * d_head * bits_per_number) // 8",
+        "def conversations_that_fit(memory_bytes, weight_bytes, bytes_per_token, context):\n"
+        "    free = memory_bytes - weight_bytes\n"
+        "    return free // (bytes_per_token * context) if free > 0 else 0",
+    ],
+    "06_context_window": [
+        "def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n"
+        "    if target * cache_bytes >= bandwidth:\n"
+        "        return None\n"
+        "    batch = 1\n"
+        "    while batch / ((weight_bytes + batch * cache_bytes) / bandwidth) < target:\n"
+        "        batch += 1\n"
+        "    return batch",
+    ],
+    "08_using_pytorch": [
+        "def top_p_count(raw, top_p):\n"
+        "    ranked = torch.sort(torch.softmax(raw, dim=-1), descending=True).values\n"
+        "    before = ranked.cumsum(0) - ranked\n"
+        "    return int((before < top_p).sum())",
+    ],
+}
+
+
+def _probe_arguments(name, seed):
+    """{question: the encoded arguments of its hidden probes} that a grading run with this seed draws."""
+    from tools import grade_runner
+
+    space = {"__name__": "probes"}
+    probes = grade.load_exercise(ROOT / "autograder" / f"{name}.zip", seed=seed).probes
+    exec(compile(probes, "probes.py", "exec"), space)
+    out = {}
+    for question, *_rest in space["PROBES"]:
+        out.setdefault(question, [])
+    for question, _function, args, *_rest in space["PROBES"]:
+        out[question].append(json.dumps(grade_runner.encode(list(args)), sort_keys=True))
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_two_seeds_draw_different_hidden_inputs(name):
+    """A lookup table built from one run's hidden inputs must be worth nothing in the next: under two seeds,
+    every question gets other inputs, and the same seed repeats them (`--seed` repeats a run)."""
+    first, again, second = (_probe_arguments(name, seed) for seed in (1, 1, 2))
+    assert first == again, f"{name}: the same seed drew other hidden inputs"
+    same = sorted(q for q in first if first[q] == second[q])
+    assert not same, f"{name}: {same} draw the same hidden inputs under seeds 1 and 2 (use fresh() in its probes)"
+
+
+@pytest.fixture(scope="session")
+def graded_by_seed(regenerated):
+    """{(name, seed): verdicts of the solution, with the HONEST answers in place of the masters' where given},
+    each judged against the solution's own answers on that seed's fresh inputs."""
+    jobs, keys = [], []
+    for name in NAMES:
+        zip_path = regenerated / "autograder" / f"{name}.zip"
+        solved = _solution_notebook(zip_path)
+        honest = _with_cells(solved, HONEST.get(name, []))
+        for seed in FRESH_SEEDS:
+            folder = regenerated / "seeds" / f"{name}-{seed}"
+            folder.mkdir(parents=True)
+            (folder / "probes.py").write_text(grade.load_exercise(zip_path, seed=seed).probes)
+            for kind, nb in (("reference", solved), ("honest", honest)):
+                nbformat.write(nb, folder / f"{kind}.ipynb")
+                jobs.append(
+                    {
+                        "probes": str(folder / "probes.py"),
+                        "notebook": str(folder / f"{kind}.ipynb"),
+                        "out": str(folder / f"{kind}.out"),
+                        "with_args": kind == "reference",
+                    }
+                )
+            keys.append((name, seed, folder))
+    spec = regenerated / "seeds" / "jobs.json"
+    spec.write_text(json.dumps(jobs))
+    subprocess.run(
+        [sys.executable, "-m", "tools.run_variants", str(spec)], check=True, cwd=ROOT, timeout=RUN_TIMEOUT * 20
+    )
+    out = {}
+    for name, seed, folder in keys:
+        exercise = grade.load_exercise(regenerated / "autograder" / f"{name}.zip", seed=seed)
+        reference = grade.reference_from_run(exercise, grade._read_output(folder / "reference.out"))
+        questions_of = grade.probe_functions(exercise, reference)
+        out[name, seed] = grade.judge_run(exercise, reference, questions_of, grade._read_output(folder / "honest.out"))
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_honest_solution_scores_full_marks_under_every_seed(graded_by_seed, name):
+    for seed in FRESH_SEEDS:
+        verdicts = graded_by_seed[name, seed]
+        assert verdicts, f"{name}: no question graded under seed {seed}"
+        lost = {q: reason for q, (score, reason) in verdicts.items() if score != 1.0}
+        assert not lost, f"{name}, seed {seed}: an honest solution loses {lost}"
