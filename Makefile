@@ -47,7 +47,7 @@ golden: setup
 # Regenerate exercises/ (student notebooks) and autograder/ (zips with the hidden tests) from solutions/:
 # all of them, or one with EX=02_causal_mask. otter assign also checks every solution passes its tests.
 exercises: setup
-	$(BIN)/python -m tools.make_exercises $(EX)
+	$(BIN)/python -m tools.exercises.make_exercises $(EX)
 	$(BIN)/python -m tools.colab
 
 # The notebooks the Colab buttons open (notebooks/), from the chapters and exercises; tests/test_colab.py

@@ -1,7 +1,7 @@
 """The exercises teach and grade correctly, and the student copies are what solutions/ says they are.
 
 One session regenerates every exercise from `solutions/` into a temporary folder
-(`tools/make_exercises.py --into`, the code behind `make exercises`); the regenerated files must
+(`tools/exercises/make_exercises.py --into`, the code behind `make exercises`); the regenerated files must
 equal the committed ones, byte for byte. Then, for each exercise, the grader's own runner
 (`tools/grade_runner.py`) runs the solution, the untouched student notebook and two
 notebooks of planted wrong answers on the hidden inputs, and the grader's own judge
@@ -26,8 +26,9 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-from tools import grade, make_exercises, release
-from tools.master import read_master
+from tools import grade, release
+from tools.exercises import make_exercises
+from tools.exercises.master import read_master
 
 NAMES = make_exercises.exercise_names()
 RUN_TIMEOUT = 120  # seconds for one notebook's run in tools/run_variants.py (a solved one takes about a second)
@@ -46,7 +47,7 @@ def regenerated(tmp_path_factory):
     solutions on the hidden inputs, which needs them to work)."""
     root = tmp_path_factory.mktemp("regenerated")
     run = subprocess.run(
-        [sys.executable, "-m", "tools.make_exercises", "--into", str(root)],
+        [sys.executable, "-m", "tools.exercises.make_exercises", "--into", str(root)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -531,7 +532,7 @@ def test_the_master_reader_gives_each_cell_its_role(tmp_path):
     ],
 )
 def test_a_malformed_master_is_refused_by_name(tmp_path, cells, fault):
-    from tools.master import MasterError
+    from tools.exercises.master import MasterError
 
     with pytest.raises(MasterError, match=re.escape(fault)) as raised:
         read_master(_master(tmp_path, *cells))

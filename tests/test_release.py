@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 from tools import release
-from tools.master import read_master
+from tools.exercises.master import read_master
 
 
 @pytest.fixture(scope="module")

@@ -90,7 +90,7 @@ class Exercise:
     seed: int = 0  # this run's seed of the fresh inputs (the details file records it)
 
 
-SEED_LINE = "SEED = 0\n"  # in probes.py's prelude (tools/make_exercises.py): replaced by each run's own seed
+SEED_LINE = "SEED = 0\n"  # in probes.py's prelude (tools/exercises/make_exercises.py): replaced by each run's own seed
 
 
 def with_seed(probes: str, seed: int) -> str:
@@ -101,7 +101,7 @@ def with_seed(probes: str, seed: int) -> str:
 
 
 def load_exercise(autograder_zip: str | Path, seed: int | None = None) -> Exercise:
-    """An exercise's grading files from its autograder zip (written by tools/make_exercises.py), its fresh
+    """An exercise's grading files from its autograder zip (written by tools/exercises/make_exercises.py), its fresh
     inputs drawn from `seed` (a new one when None)."""
     try:
         with zipfile.ZipFile(autograder_zip) as z:
@@ -952,7 +952,7 @@ def grade_folder(  # noqa: C901 (the batch's steps in order)
 def probe_functions(exercise: Exercise, reference: Reference) -> list[Probe]:
     """[Probe(question, function, what)] of each probe, read from probes.py by running it here (trusted code).
 
-    PROBES, the list that probes.py builds (its prelude is written by tools/make_exercises.py), holds one
+    PROBES, the list that probes.py builds (its prelude is written by tools/exercises/make_exercises.py), holds one
     record per hidden call, in order: `(question, function, args, driver)` or
     `(question, function, args, driver, what)`, where `question` is "q1", ..., `function` the name of the
     learner's function, `args` the tuple of arguments, `driver` None or a function `driver(fn, *args)` that
