@@ -1,6 +1,6 @@
 """Write the student release of the course: what learners of a graded class may see, nothing more.
 
-    python -m tools.release OUT_FOLDER
+    python -m tools.grading.release OUT_FOLDER
     make release OUT=../course-release
 
 The release is every file the repository tracks except the instructor's: `solutions/` (the
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tools.exercises.master import read_master
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INSTRUCTOR_ONLY = ("solutions/", "autograder/", "tests/", "tools/", ".ci/")
 
 
