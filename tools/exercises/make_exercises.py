@@ -5,7 +5,7 @@ of docs/exercise-format.md, read by `tools.exercises.master.read_master`. For ea
 blocks out, converts the rest to a notebook in a temporary folder, runs `otter assign` (which also runs
 every test against the solutions and fails if one does not pass), then writes `exercises/NN_slug.ipynb`
 (the student copy, with the course's init cell and `course_hints`) and `autograder/NN_slug.zip` (otter's
-autograder, and under `grading/` the files tools/grade.py needs: `probes.py`, `checks.py`,
+autograder, and under `grading/` the files tools/grading/grade.py needs: `probes.py`, `checks.py`,
 `questions.json`, `solution.ipynb`).
 
 Both outputs are normalised (cell ids, zip timestamps) so that regenerating
@@ -48,7 +48,7 @@ a reason names the kind of input that broke an answer, never the input itself.
 """
 import random as _random
 
-# The seed of this grading run's fresh inputs: tools/grade.py writes a new one for every run (the instructor
+# The seed of this grading run's fresh inputs: tools/grading/grade.py writes a new one for every run (the instructor
 # can give it with --seed to repeat a run), so inputs a submission leaked from one run are worth nothing in
 # the next. `fresh(low, high)` is a whole number, `fresh_float(low, high)` a real one, drawn from it.
 SEED = 0
@@ -75,9 +75,9 @@ def probe_with(question, function, driver, *args, what=None):
 '''
 CHECKS_PRELUDE = '''"""Property checks of one exercise, generated from its master by tools/exercises/make_exercises.py.
 
-Run by tools/grade.py outside every sandbox: `check_qN(got, want, args)` gets the decoded answers of
+Run by tools/grading/grade.py outside every sandbox: `check_qN(got, want, args)` gets the decoded answers of
 a submission, of the solution, and the arguments of each probe; it raises Wrong("reason").
-Names available: Wrong, Tensor, same, values, describe, np, math (tools/judge.py).
+Names available: Wrong, Tensor, same, values, describe, np, math (tools/grading/judge.py).
 """
 '''
 

@@ -5,7 +5,7 @@ question it belongs to, whether it is hidden, its role (a marker, the prompt, th
 test, probes, checks, planted wrong answers), and which of its rows lie between `# BEGIN SOLUTION` and
 `# END SOLUTION` comments; and its questions, each with its prompt, its solution code, the function it
 asks for, its public tests and its hidden cells. Everything that reads a master (tools/exercises/make_exercises.py,
-tools/release.py, the tests) reads it through here; a master that breaks the format raises MasterError.
+tools/grading/release.py, the tests) reads it through here; a master that breaks the format raises MasterError.
 """
 
 from __future__ import annotations
