@@ -47,7 +47,7 @@ golden: setup
 # Regenerate exercises/ (student notebooks) and autograder/ (zips with the hidden tests) from solutions/:
 # all of them, or one with EX=02_causal_mask. otter assign also checks every solution passes its tests.
 exercises: setup
-	$(BIN)/python -m tools.make_exercises $(EX)
+	$(BIN)/python -m tools.exercises.make_exercises $(EX)
 	$(BIN)/python -m tools.colab
 
 # The notebooks the Colab buttons open (notebooks/), from the chapters and exercises; tests/test_colab.py
@@ -67,21 +67,21 @@ newer-stack:
 grade: setup
 	@test -n "$(EX)" -a -n "$(SUBMISSIONS)" -a -n "$(OUT)" || \
 	  { echo "usage: make grade EX=01_next_token_prediction SUBMISSIONS=folder/ OUT=grades.csv [ARGS=...]"; exit 2; }
-	$(BIN)/python -m tools.grade $(EX) $(SUBMISSIONS) $(OUT) $(ARGS)
+	$(BIN)/python -m tools.grading.grade $(EX) $(SUBMISSIONS) $(OUT) $(ARGS)
 
-# Hand each learner their own results: one feedback file per submission, from the results file tools/grade.py
+# Hand each learner their own results: one feedback file per submission, from the results file tools/grading/grade.py
 # writes beside the CSV (grades.csv -> grades.results.json):
 #   make feedback CSV=grades.csv OUT=feedback/
 feedback: setup
 	@test -n "$(CSV)" -a -n "$(OUT)" || { echo "usage: make feedback CSV=grades.csv OUT=feedback/ [ARGS=--exercise ...]"; exit 2; }
-	$(BIN)/python -m tools.feedback $(CSV) $(OUT) $(ARGS)
+	$(BIN)/python -m tools.grading.feedback $(CSV) $(OUT) $(ARGS)
 
 # Write the student release (chapters, exercises, book/, site and Binder files; no solutions/, autograder/,
 # tests/ or tools/) into a new folder outside the repository, checked for solution and hidden-test lines:
 #   make release OUT=../course-release
 release: setup
 	@test -n "$(OUT)" || { echo "usage: make release OUT=../course-release"; exit 2; }
-	$(BIN)/python -m tools.release $(OUT)
+	$(BIN)/python -m tools.grading.release $(OUT)
 
 # Build and test times, execution time per chapter, sizes of the environment and the site, each against
 # its budget (a script that prints, not a test). `make bench ARGS=--no-test` skips the timed `make test`.

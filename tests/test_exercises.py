@@ -1,13 +1,13 @@
 """The exercises teach and grade correctly, and the student copies are what solutions/ says they are.
 
 One session regenerates every exercise from `solutions/` into a temporary folder
-(`tools/make_exercises.py --into`, the code behind `make exercises`); the regenerated files must
+(`tools/exercises/make_exercises.py --into`, the code behind `make exercises`); the regenerated files must
 equal the committed ones, byte for byte. Then, for each exercise, the grader's own runner
-(`tools/grade_runner.py`) runs the solution, the untouched student notebook and two
+(`tools/grading/grade_runner.py`) runs the solution, the untouched student notebook and two
 notebooks of planted wrong answers on the hidden inputs, and the grader's own judge
-(`tools/grade.judge_run`) scores them: the solution gets full marks, the student copy 0,
+(`tools.grading.grade.judge_run`) scores them: the solution gets full marks, the student copy 0,
 each planted wrong answer 0 on its question. These notebooks are ours, so they run
-without the sandbox (`tools/run_variants.py` imports torch once and forks one child per
+without the sandbox (`tools/grading/run_variants.py` imports torch once and forks one child per
 notebook); the sandbox and the batch are tested with hostile notebooks by
 `tests/test_grading_attacks.py`.
 """
@@ -26,11 +26,12 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-from tools import grade, make_exercises, release
-from tools.master import read_master
+from tools.exercises import make_exercises
+from tools.exercises.master import read_master
+from tools.grading import grade, release
 
 NAMES = make_exercises.exercise_names()
-RUN_TIMEOUT = 120  # seconds for one notebook's run in tools/run_variants.py (a solved one takes about a second)
+RUN_TIMEOUT = 120  # seconds for one notebook's run in tools/grading/run_variants.py (a solved one takes about a second)
 
 
 # Planted wrong answers, two or more per question, written in the `# WRONG` cells of each master (see
@@ -46,7 +47,7 @@ def regenerated(tmp_path_factory):
     solutions on the hidden inputs, which needs them to work)."""
     root = tmp_path_factory.mktemp("regenerated")
     run = subprocess.run(
-        [sys.executable, "-m", "tools.make_exercises", "--into", str(root)],
+        [sys.executable, "-m", "tools.exercises.make_exercises", "--into", str(root)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -99,12 +100,12 @@ def _variants(name, root):
 @pytest.fixture(scope="session")
 def graded(regenerated):
     """{name: the reference and the verdicts of every variant}; every run forked from one process that imported
-    torch once (tools/run_variants.py), two at a time."""
+    torch once (tools/grading/run_variants.py), two at a time."""
     variants = {name: _variants(name, regenerated) for name in NAMES}
     spec = regenerated / "variants" / "jobs.json"
     spec.write_text(json.dumps([job for _, jobs in variants.values() for job in jobs.values()]))
     subprocess.run(
-        [sys.executable, "-m", "tools.run_variants", str(spec)], check=True, cwd=ROOT, timeout=RUN_TIMEOUT * 10
+        [sys.executable, "-m", "tools.grading.run_variants", str(spec)], check=True, cwd=ROOT, timeout=RUN_TIMEOUT * 10
     )
     out = {}
     for name, (exercise, jobs) in variants.items():
@@ -268,7 +269,7 @@ def public_checks(regenerated):
     subprocess.run(
         [
             sys.executable,
-            str(ROOT / "tools" / "run_public_checks.py"),
+            str(ROOT / "tools" / "grading" / "run_public_checks.py"),
             str(folder / "spec.json"),
             str(folder / "out.json"),
         ],
@@ -418,10 +419,10 @@ def test_hidden_reasons_do_not_print_the_hidden_inputs(graded, name):
 
 
 def test_feedback_writes_each_learner_only_their_own_row(tmp_path, graded):
-    """`make feedback` (tools/feedback.py) writes one file per submission of the results file beside the CSV:
+    """`make feedback` (tools/grading/feedback.py) writes one file per submission of the results file beside the CSV:
     that submission's scores and reasons, none of another's, and nothing but the learner's (an instructor's
     field stays out), under a safe file name whatever the submission was called."""
-    from tools import feedback
+    from tools.grading import feedback
 
     g = graded["02_causal_mask"]
     rows = []
@@ -457,7 +458,7 @@ def test_feedback_refuses_a_csv_without_its_results(tmp_path):
     """A CSV alone (an older run, or one copied without its results file) is refused with the fix."""
     (tmp_path / "grades.csv").write_text('"submission","q1"\n"a.ipynb",1.0\n')
     run = subprocess.run(
-        [sys.executable, "-m", "tools.feedback", str(tmp_path / "grades.csv"), str(tmp_path / "out")],
+        [sys.executable, "-m", "tools.grading.feedback", str(tmp_path / "grades.csv"), str(tmp_path / "out")],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -531,7 +532,7 @@ def test_the_master_reader_gives_each_cell_its_role(tmp_path):
     ],
 )
 def test_a_malformed_master_is_refused_by_name(tmp_path, cells, fault):
-    from tools.master import MasterError
+    from tools.exercises.master import MasterError
 
     with pytest.raises(MasterError, match=re.escape(fault)) as raised:
         read_master(_master(tmp_path, *cells))
@@ -579,7 +580,7 @@ HONEST = {
 
 def _probe_arguments(name, seed):
     """{question: the encoded arguments of its hidden probes} that a grading run with this seed draws."""
-    from tools import grade_runner
+    from tools.grading import grade_runner
 
     space = {"__name__": "probes"}
     probes = grade.load_exercise(ROOT / "autograder" / f"{name}.zip", seed=seed).probes
@@ -629,7 +630,7 @@ def graded_by_seed(regenerated):
     spec = regenerated / "seeds" / "jobs.json"
     spec.write_text(json.dumps(jobs))
     subprocess.run(
-        [sys.executable, "-m", "tools.run_variants", str(spec)], check=True, cwd=ROOT, timeout=RUN_TIMEOUT * 20
+        [sys.executable, "-m", "tools.grading.run_variants", str(spec)], check=True, cwd=ROOT, timeout=RUN_TIMEOUT * 20
     )
     out = {}
     for name, seed, folder in keys:

@@ -1,6 +1,6 @@
 """No submission can cheat, hang the batch or touch another's work.
 
-One batch of `tools/grade.py`, sandbox and all, grades every notebook of
+One batch of `tools/grading/grade.py`, sandbox and all, grades every notebook of
 tests/attacks/cases.py against exercise 9 (the recap quiz): honest solved notebooks (one with its otter
 metadata lost, one with magics, prints and a raising cell), careless ones (blank, raising,
 wrong type, an endless loop, a C loop that never releases the interpreter lock, an 8 GiB
@@ -15,7 +15,7 @@ notebook, nothing outside the sandboxes changes, and no process is left behind.
 
 It adds the attacks of a hostile student on the instructor's machine, and the batch runs twice,
 as root and as an ordinary user (tests/attacks/as_user.py; run by an ordinary user, only as that user),
-each time through `tools/grade.py`'s command line with a secret planted in its environment. Held
+each time through `tools/grading/grade.py`'s command line with a secret planted in its environment. Held
 means: no command ran on the host (the core_pattern attack's marker file is absent and
 /proc/sys/kernel/core_pattern is unchanged, restored if not), the secret is nowhere in the CSV or the
 terminal output, the batch ends with a row per folder entry (FIFO, links, names not in UTF-8, names
@@ -52,7 +52,7 @@ from attacks.as_user import ORDINARY_UID, give_to_ordinary_user, run_grader  # t
 from attacks.cases import CASES
 from conftest import unavailable  # a missing sandbox: fail under CI, skip on a reader's machine
 
-from tools import grade, sandbox
+from tools.grading import grade, sandbox
 
 EXERCISE = "09_recap_quiz"
 TIMEOUT = 12  # seconds per submission in this batch; a solved notebook of exercise 9 needs about 1
@@ -162,7 +162,7 @@ def _capped_as(mode):
     """Whether the grader, run in `mode`, can cap a sandbox's total memory (a cgroup of its own)."""
     if mode == "root" and os.geteuid() == 0:
         return sandbox.memory_capped()
-    code = "from tools import sandbox; print(sandbox.memory_capped())"
+    code = "from tools.grading import sandbox; print(sandbox.memory_capped())"
     done = run_grader([], mode, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, 120, python_args=["-c", code])
     return done.stdout.strip() == "True"
 
@@ -432,7 +432,11 @@ def test_grade_command_explains_bad_input(tmp_path):
 
     def run(*args):
         return subprocess.run(
-            [sys.executable, "-m", "tools.grade", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "tools.grading.grade", *map(str, args)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
 
     unknown = run("99_nothing", tmp_path, tmp_path / "out.csv")
@@ -478,7 +482,7 @@ def test_a_torch_exercise_gets_full_marks_in_the_sandbox(tmp_path):
 )
 def test_judge_refuses_malformed_answers(printed):
     """What a sandbox prints is data: anything but a well-formed tagged value is refused, never interpreted."""
-    from tools import judge
+    from tools.grading import judge
 
     with pytest.raises(judge.Malformed):
         judge.decode(printed)
@@ -487,7 +491,7 @@ def test_judge_refuses_malformed_answers(printed):
 def test_judge_wants_the_exact_type():
     import numpy as np
 
-    from tools import judge
+    from tools.grading import judge
 
     judge.same((1, 2.0), (1, 2.0))
     judge.same([1, 2.0], (1, 2.0))  # a pair may be a list
@@ -568,7 +572,7 @@ def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
 def test_reasons_name_the_property_and_the_kind_of_input_never_values():
     """A probe record may carry a 5th item, a description of its input, which the reason uses; a
     reason shows neither the answer, nor the solution's shape or length, nor an exception's message."""
-    from tools import judge
+    from tools.grading import judge
 
     exercise = grade.Exercise("x", ["q1", "q2"], "", {}, b"")
     probes = """
@@ -650,7 +654,7 @@ def test_a_pathological_answer_costs_only_its_own_row(forged, tmp_path):
 def test_feedback_files_map_one_to_one_whatever_the_order(order, tmp_path):
     """A submission named ' honest_solved.ipynb' (a leading space) never takes honest_solved.md, in either order
     of the rows, and Markdown in a row is shown as text."""
-    from tools import feedback
+    from tools.grading import feedback
 
     exercise = grade.Exercise("x", ["q1"], "", {}, b"")
     honest, spaced = grade.empty_row(exercise, "honest_solved.ipynb"), grade.empty_row(exercise, " honest_solved.ipynb")

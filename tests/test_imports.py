@@ -17,7 +17,8 @@ from tools.notebooks import ROOT, code_cells
 
 ROOMS = ("book", "tools", "tests", "_ext")
 TEST_MODULES = {p.stem for p in (ROOT / "tests").glob("*.py")}
-TOOLS_MODULES = {p.stem for p in (ROOT / "tools").glob("*.py")} - {"__init__"}
+TOOLS_MODULES = {p.stem for p in (ROOT / "tools").rglob("*.py")} - {"__init__"}  # its modules, in its packages too
+TOOLS_MODULES |= {p.parent.name for p in (ROOT / "tools").glob("*/__init__.py")}  # and its packages
 MAY_IMPORT = {  # room: the rooms it may import
     "book": {"book"},
     "tools": {"book", "tools"},
@@ -61,7 +62,7 @@ def test_every_import_goes_the_allowed_way():
         for path in python_files(room):
             for line, module in imported_modules(ast.parse(path.read_text(), str(path))):
                 if module.split(".")[0] in TOOLS_MODULES:
-                    wrong.append(f"{path.relative_to(ROOT)}:{line} imports {module} by its bare name (tools.{module})")
+                    wrong.append(f"{path.relative_to(ROOT)}:{line} imports {module} by its bare name")
                     continue
                 target = room_of(module)
                 if target and target not in MAY_IMPORT[room]:

@@ -1,7 +1,7 @@
 """Every number a chapter's prose states is printed, or used as an input, by the code cells near it.
 
-The rule (locality, sign, defining constants) is in `prose_numbers.py` and is printed by
-`test_the_rule_and_the_defining_constants`; the defining constants are listed in `prose_constants.py`.
+The rule (locality, sign, defining constants) is in `tools/prose/prose_numbers.py` and is printed by
+`test_the_rule_and_the_defining_constants`; the defining constants are listed in `tools/prose/prose_constants.py`.
 A failure names the file and line, the stated number, and what the nearby cells print, nearest first.
 
 How much of a changed number the check catches is measured by its mutation self-test,
@@ -16,9 +16,9 @@ import jupytext
 import nbformat
 import pytest
 
-from tools import prose_numbers as P
 from tools.notebooks import NUMBER, chapter_names, code_cells, code_literals, magnitudes, normalise, numbers_in
-from tools.prose_constants import DEFINING
+from tools.prose import prose_numbers as P
+from tools.prose.prose_constants import DEFINING
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from tools import prose_numbers as P
 from tools.notebooks import NUMBER, chapter_names
+from tools.prose import prose_numbers as P
 
 FIGURES_MIN, SMALL_INTEGERS_MIN = 0.995, 0.90
 

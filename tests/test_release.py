@@ -1,4 +1,4 @@
-"""The student release (`make release`, tools/release.py) holds no solution line and no hidden test."""
+"""The student release (`make release`, tools/grading/release.py) holds no solution line and no hidden test."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-from tools import release
-from tools.master import read_master
+from tools.exercises.master import read_master
+from tools.grading import release
 
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
     out = tmp_path_factory.mktemp("release") / "course"
     run = subprocess.run(
-        [sys.executable, "-m", "tools.release", str(out)], capture_output=True, cwd=ROOT, text=True, timeout=120
+        [sys.executable, "-m", "tools.grading.release", str(out)], capture_output=True, cwd=ROOT, text=True, timeout=120
     )
     assert run.returncode == 0, run.stderr
     return out
@@ -90,7 +90,11 @@ def test_statements_span_their_rows():
 def test_release_refuses_a_folder_that_is_not_empty(tmp_path):
     (tmp_path / "old.txt").write_text("keep me")
     run = subprocess.run(
-        [sys.executable, "-m", "tools.release", str(tmp_path)], capture_output=True, cwd=ROOT, text=True, timeout=60
+        [sys.executable, "-m", "tools.grading.release", str(tmp_path)],
+        capture_output=True,
+        cwd=ROOT,
+        text=True,
+        timeout=60,
     )
     assert run.returncode != 0 and "is not empty" in run.stderr and "Traceback" not in run.stderr
     assert (tmp_path / "old.txt").read_text() == "keep me"

@@ -1,4 +1,4 @@
-"""The grading sandbox's seccomp filter (tools/seccomp.py): its system call numbers are the kernel's,
+"""The grading sandbox's seccomp filter (tools/grading/seccomp.py): its system call numbers are the kernel's,
 and inside a real sandbox every call it lists is refused while ordinary ones still work.
 
 Needs Debian's bubblewrap for the second part: skipped with a message without it, failed under CI.
@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 from conftest import unavailable
 
-from tools import sandbox, seccomp
+from tools.grading import sandbox, seccomp
 
 HEADERS = {"x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "aarch64": "/usr/include/asm-generic/unistd.h"}
 REQUIRED = [

@@ -1,4 +1,4 @@
-"""Run `tools/grade.py` as root or as an ordinary user, for the attack suite.
+"""Run `tools/grading/grade.py` as root or as an ordinary user, for the attack suite.
 
 Run by root, the "user" mode starts the grader as ORDINARY_UID (no account needed) in a private mount
 namespace of its own: there, any folder on the way to the Python installation, the checkout or the batch
@@ -62,10 +62,10 @@ def _mount(src, dest, flags, fstype=None, data=None):
 
 
 def run_grader(args, mode, env, timeout, python_args=None):
-    """Run `python -m tools.grade` with `args` (or python with `python_args`); mode "root" (as this process,
+    """Run `python -m tools.grading.grade` with `args` (or python with `python_args`); mode "root" (as this process,
     which must be root) or "user"."""
     root = Path(__file__).resolve().parents[2]
-    cmd = [sys.executable, *(python_args or ["-m", "tools.grade", *map(str, args)])]
+    cmd = [sys.executable, *(python_args or ["-m", "tools.grading.grade", *map(str, args)])]
     env = {**env, "PYTHONPATH": str(root)}  # the authors' package, `tools`, from the repository root
     if mode == "root" or os.geteuid() != 0:
         return subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=timeout)

@@ -345,7 +345,7 @@ for fd in range(0, 64):
             """
 import glob, os
 targets = ["/grading/probes.py", "/grading/grade_runner.py", *glob.glob("ROOT/autograder/*"),
-           *glob.glob("ROOT/solutions/*"), *glob.glob("ROOT/tools/*.py"), "ROOT/book/__init__.py"]
+           *glob.glob("ROOT/solutions/*"), *glob.glob("ROOT/tools/**/*.py", recursive=True), "ROOT/book/__init__.py"]
 for path in targets:
     try:
         with open(path, "w") as f:

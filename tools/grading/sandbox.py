@@ -1,4 +1,4 @@
-"""Run one untrusted command in a bubblewrap sandbox with limits; used by tools/grade.py for each submission.
+"""Run one untrusted command in a bubblewrap sandbox with limits; used by tools/grading/grade.py for each submission.
 
 The sandbox (Debian's `bubblewrap`, `bwrap`):
 
@@ -9,7 +9,7 @@ The sandbox (Debian's `bubblewrap`, `bwrap`):
   process visible, no further user namespace), with no capabilities, and `/proc/sys` is read-only;
 - starts from an empty environment: bwrap itself gets only PATH, so its pid 1 has nothing of the
   grader's environment to show in `/proc/1/environ`, and the command gets only what the runner needs;
-- runs under a seccomp filter (tools/seccomp.py, after Docker's default profile): no ptrace, no
+- runs under a seccomp filter (tools/grading/seccomp.py, after Docker's default profile): no ptrace, no
   process_vm_readv/writev, mount, unshare, setns, keyctl, bpf, perf_event_open, new sessions, ...;
 - sees the system (`/usr`), the Python installation, the course's `.venv` and `book/` read-only,
   and nothing else of the host: not the repository (no `solutions/`, no `autograder/`), not the
@@ -46,9 +46,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools import seccomp
+from tools.grading import seccomp
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SANDBOX_UID = 65534  # nobody, inside the sandbox
 SANDBOX_HOST_UID = 64999  # the host uid a sandbox runs as when the grader is root (an unused uid: checked)
 MEMORY_BYTES = 3 * 2**30  # per sandbox (cgroup) and per process (address space)

@@ -1,18 +1,18 @@
 """Regenerate the student notebooks (exercises/) and the autograder zips (autograder/) from solutions/.
 
 Each `solutions/NN_slug.md` is an otter-grader master notebook written as Jupytext MyST, in the format
-of docs/exercise-format.md, read by `tools.master.read_master`. For each one this script takes its hidden
+of docs/exercise-format.md, read by `tools.exercises.master.read_master`. For each one this script takes its hidden
 blocks out, converts the rest to a notebook in a temporary folder, runs `otter assign` (which also runs
 every test against the solutions and fails if one does not pass), then writes `exercises/NN_slug.ipynb`
 (the student copy, with the course's init cell and `course_hints`) and `autograder/NN_slug.zip` (otter's
-autograder, and under `grading/` the files tools/grade.py needs: `probes.py`, `checks.py`,
+autograder, and under `grading/` the files tools/grading/grade.py needs: `probes.py`, `checks.py`,
 `questions.json`, `solution.ipynb`).
 
 Both outputs are normalised (cell ids, zip timestamps) so that regenerating
 from unchanged masters gives byte-identical files. Usage (or `make exercises`):
 
-    python -m tools.make_exercises               # every exercise
-    python -m tools.make_exercises 02_causal_mask  # one exercise
+    python -m tools.exercises.make_exercises               # every exercise
+    python -m tools.exercises.make_exercises 02_causal_mask  # one exercise
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from tools.master import read_master
+from tools.exercises.master import read_master
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
 AUTOGRADER = ROOT / "autograder"
 OTTER = [sys.executable, "-m", "otter"]
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # a fixed timestamp for every zip entry
-PROBES_PRELUDE = '''"""Hidden inputs of one exercise, generated from its master by tools/make_exercises.py.
+PROBES_PRELUDE = '''"""Hidden inputs of one exercise, generated from its master by tools/exercises/make_exercises.py.
 
 Run inside the grading sandbox after the submission's cells: each `probe` names a question, the
 function it calls and the arguments; `probe_with` passes the function to a driver that calls it.
@@ -48,7 +48,7 @@ a reason names the kind of input that broke an answer, never the input itself.
 """
 import random as _random
 
-# The seed of this grading run's fresh inputs: tools/grade.py writes a new one for every run (the instructor
+# The seed of this grading run's fresh inputs: tools/grading/grade.py writes a new one for every run (the instructor
 # can give it with --seed to repeat a run), so inputs a submission leaked from one run are worth nothing in
 # the next. `fresh(low, high)` is a whole number, `fresh_float(low, high)` a real one, drawn from it.
 SEED = 0
@@ -73,11 +73,11 @@ def probe(question, function, *args, what=None):
 def probe_with(question, function, driver, *args, what=None):
     PROBES.append((question, function, args, driver) + ((what,) if what else ()))
 '''
-CHECKS_PRELUDE = '''"""Property checks of one exercise, generated from its master by tools/make_exercises.py.
+CHECKS_PRELUDE = '''"""Property checks of one exercise, generated from its master by tools/exercises/make_exercises.py.
 
-Run by tools/grade.py outside every sandbox: `check_qN(got, want, args)` gets the decoded answers of
+Run by tools/grading/grade.py outside every sandbox: `check_qN(got, want, args)` gets the decoded answers of
 a submission, of the solution, and the arguments of each probe; it raises Wrong("reason").
-Names available: Wrong, Tensor, same, values, describe, np, math (tools/judge.py).
+Names available: Wrong, Tensor, same, values, describe, np, math (tools/grading/judge.py).
 """
 '''
 

@@ -5,11 +5,11 @@
 This script decides nothing. It runs every code cell of the notebook in order (a cell
 that raises is recorded and the next one runs), then executes PROBES.py, which lists
 calls `(question, function name, arguments, driver[, description])` (see `probe_functions` in
-tools/grade.py), and calls each function on a fresh copy of
+tools/grading/grade.py), and calls each function on a fresh copy of
 its arguments. Each answer is written as soon as it is known, one JSON line per call,
 to the standard output it was started with, as plain data with its exact type
 (`{"float": 0.5}`, `{"ndarray": {...}}`, `{"other": "mymodule.MyFloat"}`): never a pickle.
-A trusted process outside the sandbox (tools/grade.py) compares them with the answers of
+A trusted process outside the sandbox (tools/grading/grade.py) compares them with the answers of
 the solution. Whatever the notebook patches in this interpreter, it can change only
 what is printed here, never the verdict.
 """

@@ -1,6 +1,6 @@
 """Write the student release of the course: what learners of a graded class may see, nothing more.
 
-    python -m tools.release OUT_FOLDER
+    python -m tools.grading.release OUT_FOLDER
     make release OUT=../course-release
 
 The release is every file the repository tracks except the instructor's: `solutions/` (the
@@ -28,9 +28,9 @@ import sys
 import tokenize
 from pathlib import Path
 
-from tools.master import read_master
+from tools.exercises.master import read_master
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INSTRUCTOR_ONLY = ("solutions/", "autograder/", "tests/", "tools/", ".ci/")
 
 
@@ -73,7 +73,7 @@ def statements(source: str) -> list[tuple[int, int, str]]:
 def master_secrets(master: str | Path, min_length: int = 16) -> tuple[set[str], set[str]]:
     """(solution statements, hidden statements) of one master in solutions/, squeezed: the code between
     `# BEGIN SOLUTION` and `# END SOLUTION`, and every statement of the hidden blocks (`# BEGIN HIDDEN` to
-    `# END HIDDEN`), as tools/master.py reads them. Short ones, imports, definitions' first lines and bare
+    `# END HIDDEN`), as tools/exercises/master.py reads them. Short ones, imports, definitions' first lines and bare
     returns are left out (they are not specific to a solution)."""
     solution, hidden = set(), set()
     for cell in read_master(master).cells:

@@ -1,4 +1,4 @@
-"""Reading measures of a page: python -m tools.reading chapters/NN_slug.md [...] [-v]
+"""Reading measures of a page: python -m tools.prose.reading chapters/NN_slug.md [...] [-v]
 
 Prose words (markdown cells, with maths, code, directive fences, front matter, roles' targets and
 labels removed), mean sentence length, sentences over 45 words, visible code lines, figures, minutes

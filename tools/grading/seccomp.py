@@ -14,7 +14,7 @@ Refused calls fail with EPERM (ENOSYS for `clone3` and the new mount API, so tha
 made with another calling convention (32-bit `int 0x80`, x32) is killed or refused, never allowed, as
 the numbers below are those of the native one.
 
-    python -m tools.seccomp   # prints the filter, one instruction a line
+    python -m tools.grading.seccomp   # prints the filter, one instruction a line
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from mdit_py_plugins.myst_role import myst_role_plugin
 
 from book.source_figures import ROWS as SOURCE_FIGURES
 from tools.notebooks import CHAPTERS, NUMBER, code_cells, code_literals, numbers_in, output_text, read_golden
-from tools.prose_constants import DEFINING
+from tools.prose.prose_constants import DEFINING
 
 CROSS_REFERENCE = re.compile(r"\b(?:chapters?|sections?)\s+$", re.IGNORECASE)
 CITATION_YEAR = re.compile(r"\([A-Z][^()]*?,\s*$")
@@ -988,4 +988,4 @@ def describe_rule():
     listed = "\n".join(
         f"  {name}: " + "; ".join(f'"{p}" ({why})' for p, why in entries) for name, entries in sorted(DEFINING.items())
     )
-    return f"{RULE.strip()}\n\nDefining constants (tools/prose_constants.py):\n{listed or '  (none)'}"
+    return f"{RULE.strip()}\n\nDefining constants (tools/prose/prose_constants.py):\n{listed or '  (none)'}"

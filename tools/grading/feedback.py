@@ -1,9 +1,9 @@
 """Write one feedback file per submission from a grading run's results, to hand each learner their own.
 
-    python -m tools.feedback grades.csv feedback/            # or: make feedback CSV=grades.csv OUT=feedback/
-    python -m tools.feedback grades.results.json feedback/ --exercise 02_causal_mask
+    python -m tools.grading.feedback grades.csv feedback/            # or: make feedback CSV=grades.csv OUT=feedback/
+    python -m tools.grading.feedback grades.results.json feedback/ --exercise 02_causal_mask
 
-`tools/grade.py` writes, beside its CSV, the structured results of the run (`grades.csv` ->
+`tools/grading/grade.py` writes, beside its CSV, the structured results of the run (`grades.csv` ->
 `grades.results.json`): per submission its status, its problems and warnings, and per question the score and,
 for a lost point, the kind of fault, what failed and the kind of input that broke it, each in the grader's own
 words. This command reads that file (given the CSV's path, it reads the results beside it; it refuses, with
@@ -21,8 +21,8 @@ import re
 import sys
 from pathlib import Path
 
-from tools.grade import RESULTS_FORMAT, results_path
-from tools.judge import clean
+from tools.grading.grade import RESULTS_FORMAT, results_path
+from tools.grading.judge import clean
 
 CLEAN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # a submission name kept as it is
 MARKDOWN = re.compile(r"([\\`*_\[\]<>|#!~{}])")  # characters Markdown would read as markup
@@ -106,19 +106,19 @@ def read_results(path: str | Path) -> dict:
     results = path if path.name.endswith(".results.json") else results_path(path)
     if not results.exists():
         raise ValueError(
-            f"{results} not found: feedback reads the structured results tools/grade.py writes beside its CSV "
+            f"{results} not found: feedback reads the structured results tools/grading/grade.py writes beside its CSV "
             f"({path.name} -> {results.name}); grade the folder again with `make grade` (a CSV alone is not read)"
         )
     try:
         data = json.loads(results.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError) as err:
-        raise ValueError(f"{results}: not a results file of tools/grade.py ({type(err).__name__})") from None
+        raise ValueError(f"{results}: not a results file of tools/grading/grade.py ({type(err).__name__})") from None
     if (
         not isinstance(data, dict)
         or data.get("format") != RESULTS_FORMAT
         or not isinstance(data.get("submissions"), list)
     ):
-        raise ValueError(f"{results}: not a results file of tools/grade.py (format {RESULTS_FORMAT})")
+        raise ValueError(f"{results}: not a results file of tools/grading/grade.py (format {RESULTS_FORMAT})")
     return data
 
 
@@ -142,7 +142,9 @@ def write_feedback(path: str | Path, out_folder: str | Path, exercise: str | Non
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", help="the grading CSV of tools/grade.py (its results file beside it), or that file")
+    parser.add_argument(
+        "results", help="the grading CSV of tools/grading/grade.py (its results file beside it), or that file"
+    )
     parser.add_argument("out", help="the folder to write one feedback file per submission into")
     parser.add_argument("--exercise", help="the exercise's name, for the files' titles (default: the results')")
     args = parser.parse_args(argv)

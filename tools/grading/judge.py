@@ -1,7 +1,7 @@
 """Trusted side of grading: read the answers a sandbox printed and compare them with the solution's.
 
 Runs in the grader's own interpreter, which no submission's code ever enters. The
-answers arrive as plain JSON (see tools/grade_runner.py); `decode` turns them back into
+answers arrive as plain JSON (see tools/grading/grade_runner.py); `decode` turns them back into
 values of the exact type they claim, refusing anything malformed, and `same` compares an
 answer with the solution's: the same type (a float is not an int, a float32 tensor is
 not a float64 one), the same shape, and values within a tolerance fitted to the dtype.
@@ -38,7 +38,7 @@ TORCH_DTYPES = {
     "torch.float32": "float32",
     "torch.float64": "float64",
 }
-MAX_ITEMS = 1_000_000  # numbers in one answer, as tools/grade_runner.py encodes it
+MAX_ITEMS = 1_000_000  # numbers in one answer, as tools/grading/grade_runner.py encodes it
 MAX_DIMS = 32  # NumPy's own limit is 64
 MAX_DICT = 10_000  # items of one dict, as grade_runner.py encodes it
 TOLERANCE = {"float16": (1e-2, 1e-3), "float32": (1e-4, 1e-6), "float64": (1e-6, 1e-9)}  # (rtol, atol)

@@ -1,6 +1,6 @@
 """Run the learner's `grader.check` of exercise notebooks on planted answers, for tests/test_exercises.py.
 
-    python tools/run_public_checks.py SPEC.json OUT.json   # run by its path: it imports only book
+    python tools/grading/run_public_checks.py SPEC.json OUT.json   # run by its path: it imports only book
 
 SPEC.json lists exercises `{"name", "student": the student notebook, "solution": the solved notebook,
 "answers": {question: [source, ...]}}`. For each one, this process runs the solved notebook's code cells

@@ -1,6 +1,6 @@
-"""Run tools/grade_runner.py on many trusted notebooks, fast, for tests/test_exercises.py.
+"""Run tools/grading/grade_runner.py on many trusted notebooks, fast, for tests/test_exercises.py.
 
-    python -m tools.run_variants JOBS.json
+    python -m tools.grading.run_variants JOBS.json
 
 JOBS.json lists runs `{"probes": PROBES.py, "notebook": NB.ipynb, "out": OUT, "with_args": bool}`.
 The notebooks graded by test_exercises.py are ours (solutions, blank student copies,
@@ -23,7 +23,7 @@ import torch  # noqa: E402
 
 import book  # noqa: E402,F401
 import book.tiny  # noqa: E402,F401
-from tools import grade_runner  # noqa: E402
+from tools.grading import grade_runner  # noqa: E402
 
 torch.set_num_threads(1)
 PARALLEL = 2

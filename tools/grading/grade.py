@@ -1,15 +1,15 @@
 """Grade a folder of submitted notebooks for one exercise into a CSV, one row per submission.
 
-    python -m tools.grade 01_next_token_prediction submissions/ grades.csv [--timeout 120] [--jobs 2]
+    python -m tools.grading.grade 01_next_token_prediction submissions/ grades.csv [--timeout 120] [--jobs 2]
     make grade EX=01_next_token_prediction SUBMISSIONS=submissions/ OUT=grades.csv
 
 The sandbox computes, this process judges. Each submission runs in its own bubblewrap
-sandbox (tools/sandbox.py: user nobody, no network, read-only environment, a private
+sandbox (tools/grading/sandbox.py: user nobody, no network, read-only environment, a private
 /tmp, memory/process/time limits, killed whole at the time limit). There
-tools/grade_runner.py runs its code cells, calls each question's function on the hidden
+tools/grading/grade_runner.py runs its code cells, calls each question's function on the hidden
 inputs of `grading/probes.py` and prints the answers as plain JSON. The solution
 notebook is run the same way, once per batch, in the same environment. Here, outside
-every sandbox, each answer is compared with the solution's (tools/judge.py: exact
+every sandbox, each answer is compared with the solution's (tools/grading/judge.py: exact
 types, shapes, dtypes, values) and with the exercise's property checks
 (`grading/checks.py`). Patching otter, doctest, pickle, numpy or builtins inside a
 notebook can change what it prints, never this comparison.
@@ -31,7 +31,7 @@ warnings, which go back to learners, never show the hidden inputs, nor anything 
 printed or raised that could carry them: exception types, not their messages. The messages go
 to a second file for the instructor only, beside the CSV (grades.csv -> grades.details.csv).
 
-Beside the CSV, the same results as data (grades.csv -> grades.results.json, read by tools/feedback.py):
+Beside the CSV, the same results as data (grades.csv -> grades.results.json, read by tools/grading/feedback.py):
 per submission its status, scores, problems and warnings, and per question a `Verdict` (score, the kind of
 fault, what failed, the kind of input), each text in the grader's words and each kind from a fixed set.
 The CSV's reason and warnings columns are those texts joined, for a spreadsheet.
@@ -56,9 +56,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools import judge, sandbox
+from tools.grading import judge, sandbox
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 AUTOGRADER = ROOT / "autograder"
 RUNNER = Path(__file__).resolve().parent / "grade_runner.py"
 TIMEOUT = 120  # seconds per submission; a solved notebook takes a few
@@ -90,7 +90,7 @@ class Exercise:
     seed: int = 0  # this run's seed of the fresh inputs (the details file records it)
 
 
-SEED_LINE = "SEED = 0\n"  # in probes.py's prelude (tools/make_exercises.py): replaced by each run's own seed
+SEED_LINE = "SEED = 0\n"  # in probes.py's prelude (tools/exercises/make_exercises.py): replaced by each run's own seed
 
 
 def with_seed(probes: str, seed: int) -> str:
@@ -101,7 +101,7 @@ def with_seed(probes: str, seed: int) -> str:
 
 
 def load_exercise(autograder_zip: str | Path, seed: int | None = None) -> Exercise:
-    """An exercise's grading files from its autograder zip (written by tools/make_exercises.py), its fresh
+    """An exercise's grading files from its autograder zip (written by tools/exercises/make_exercises.py), its fresh
     inputs drawn from `seed` (a new one when None)."""
     try:
         with zipfile.ZipFile(autograder_zip) as z:
@@ -952,7 +952,7 @@ def grade_folder(  # noqa: C901 (the batch's steps in order)
 def probe_functions(exercise: Exercise, reference: Reference) -> list[Probe]:
     """[Probe(question, function, what)] of each probe, read from probes.py by running it here (trusted code).
 
-    PROBES, the list that probes.py builds (its prelude is written by tools/make_exercises.py), holds one
+    PROBES, the list that probes.py builds (its prelude is written by tools/exercises/make_exercises.py), holds one
     record per hidden call, in order: `(question, function, args, driver)` or
     `(question, function, args, driver, what)`, where `question` is "q1", ..., `function` the name of the
     learner's function, `args` the tuple of arguments, `driver` None or a function `driver(fn, *args)` that

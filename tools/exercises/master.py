@@ -4,8 +4,8 @@
 question it belongs to, whether it is hidden, its role (a marker, the prompt, the solution, a public
 test, probes, checks, planted wrong answers), and which of its rows lie between `# BEGIN SOLUTION` and
 `# END SOLUTION` comments; and its questions, each with its prompt, its solution code, the function it
-asks for, its public tests and its hidden cells. Everything that reads a master (tools/make_exercises.py,
-tools/release.py, the tests) reads it through here; a master that breaks the format raises MasterError.
+asks for, its public tests and its hidden cells. Everything that reads a master (tools/exercises/make_exercises.py,
+tools/grading/release.py, the tests) reads it through here; a master that breaks the format raises MasterError.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class MasterError(RuntimeError):
 
 @dataclass
 class Cell:
-    """One cell of a master. `node` is jupytext's own cell (tools/make_exercises.py edits and writes it)."""
+    """One cell of a master. `node` is jupytext's own cell (tools/exercises/make_exercises.py edits and writes it)."""
 
     node: object
     kind: str  # "code", "markdown" or "raw"
