@@ -289,9 +289,3 @@ def test_a_count_in_the_code_is_no_measure():
     source = "WINDOWS = 64\nprint('done')"
     assert checked("It reads 64 windows.", source, "done\n") == []
     assert [v for v, _ in checked("It costs 64 nats.", source, "done\n")] == ["64"]
-
-
-@pytest.mark.parametrize("name", sorted(P.LAYOUT_STILL_TIES))
-def test_a_page_whose_layout_still_ties_needs_it(name, monkeypatch):
-    monkeypatch.setattr(P, "LAYOUT_STILL_TIES", frozenset())
-    assert P.problems(P.read(name)), f"{name} no longer needs LAYOUT_STILL_TIES: remove it there"

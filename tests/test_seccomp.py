@@ -95,7 +95,9 @@ def test_the_sandbox_refuses_what_the_filter_lists():
         Path(tmp).chmod(0o755)
         (Path(tmp) / "probe.py").write_text(source)
         (Path(tmp) / "probe.py").chmod(0o644)
-        outcome = sandbox.run([str(Path(sys.prefix) / "bin" / "python"), "-I", "/grading/probe.py"], tmp, tmp, 60)
+        outcome = sandbox.run(
+            [str(Path(sys.prefix).resolve() / "bin" / "python"), "-I", "/grading/probe.py"], tmp, tmp, 60
+        )
         assert outcome.returncode == 0, outcome.stderr.read_text()[-2000:]
         result = json.loads(outcome.stdout.read_text())
     for nr, err in denied.items():

@@ -30,7 +30,16 @@ from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
 
 from book.source_figures import ROWS as SOURCE_FIGURES
-from tools.notebooks import CHAPTERS, NUMBER, code_cells, code_literals, numbers_in, output_text, read_golden
+from tools.notebooks import (
+    CHAPTERS,
+    NUMBER,
+    code_cells,
+    code_literals,
+    numbers_in,
+    output_text,
+    read_golden,
+    why_stale,
+)
 from tools.prose.prose_constants import DEFINING
 
 CROSS_REFERENCE = re.compile(r"\b(?:chapters?|sections?)\s+$", re.IGNORECASE)
@@ -407,13 +416,10 @@ def add_block(chapter, block, raw, paragraphs, cells):
 
 
 def check_golden(name, mine, golden):
-    """The golden holds the chapter's code cells, in order, or it is stale."""
-    stale = f"the golden is stale, run `make golden CH={name}`"
-    if len(mine) != len(golden):
-        raise StaleGolden(f"{name}: the chapter has {len(mine)} code cells and its golden {len(golden)}: {stale}")
-    for index, (cell, gold) in enumerate(zip(mine, golden), start=1):
-        if cell.source != gold.source:
-            raise StaleGolden(f"{name}: code cell {index} of the chapter differs from the golden's: {stale}")
+    """The golden holds the chapter's code cells, in order, or it is stale (tools.notebooks.why_stale)."""
+    stale = why_stale(name, mine, golden, tags=False)
+    if stale:
+        raise StaleGolden(stale)
 
 
 def add_heading(chapter, block, raw, paragraph):
@@ -438,8 +444,7 @@ def add_code_cell(chapter, start, fence, cell, gold, paragraphs):
     header = caption_lines(start, fence, section, paragraphs)
     check_captions(chapter.name, len(chapter.cells) + 1, cell, header)
     chapter.lines += header
-    layout = chapter.name not in LAYOUT_STILL_TIES
-    chapter.cells.append(cell_of(len(chapter.cells) + 1, start + 1, section, cell, gold, layout))
+    chapter.cells.append(cell_of(len(chapter.cells) + 1, start + 1, section, cell, gold))
 
 
 def caption_lines(start, fence, section, paragraphs):
@@ -513,10 +518,6 @@ def cell_of(index, line, section, cell, gold, layout=True):
     )
 
 
-# TEMPORARY: pages whose alt texts still state a count that only a plot's size (figsize=(6, 4.5)) holds; the
-# prose edits that tie it to a printed row are requested in /work/notes/prose-requests.md, and a page leaves
-# this set when they are merged (tests/test_prose.py fails on a page listed here that no longer needs it)
-LAYOUT_STILL_TIES = frozenset()
 # keyword arguments that lay a plot out: their numbers size and place the picture, they are no inputs of a result
 LAYOUT = frozenset(
     "figsize width_ratios height_ratios dpi fontsize linewidth lw markersize ms alpha pad zorder".split()
