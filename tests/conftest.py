@@ -9,13 +9,12 @@ import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from tools import built_site
+from tools import built_site, warm_kernel
 
 ONE_THREAD_KERNEL = "python3-one-thread"
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
@@ -24,26 +23,33 @@ ONE_THREAD_SPEC = _KERNELS / "kernels" / ONE_THREAD_KERNEL
 
 
 def pytest_unconfigure(config):
-    """The kernel spec's folder goes with the run (each xdist worker and the controller made its own)."""
+    """The kernel spec's folder and the warm process go with the run (each xdist worker and the controller made
+    their own)."""
+    for process in _warm:
+        process.__exit__(None, None, None)
     shutil.rmtree(_KERNELS, ignore_errors=True)
 
 
 def pytest_configure(config):
-    """A kernel spec of this Python with one thread for torch and BLAS, on JUPYTER_PATH, handed to nbval."""
-    ONE_THREAD_SPEC.mkdir(parents=True, exist_ok=True)
-    (ONE_THREAD_SPEC / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "Python 3 (one thread)",
-                "language": "python",
-                "env": ONE_THREAD,
-            }
-        )
-    )
+    """A kernel spec of this Python with one thread for torch and BLAS, on JUPYTER_PATH, handed to nbval. Its
+    kernels are forked from a warm process of this worker (tools/warm_kernel.py: torch imported once, not once a
+    golden), started by the first test that runs a notebook; a kernel asked for before, or whose environment
+    differs from the warm process's, starts cold (tests/test_warm_kernel.py)."""
+    warm_kernel.kernel_spec(_KERNELS, ONE_THREAD_KERNEL, str(WARM_SOCKET), ONE_THREAD, "Python 3 (one thread)")
     os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(_KERNELS), os.environ.get("JUPYTER_PATH")]))
     if hasattr(config.option, "nbval_kernel_name") and not config.option.nbval_kernel_name:
         config.option.nbval_kernel_name = ONE_THREAD_KERNEL
+
+
+WARM_SOCKET = _KERNELS / "warm.socket"
+NEEDS_KERNEL = ("golden", "test_thread_count.py")
+_warm = []
+
+
+def pytest_runtest_setup(item):
+    if not _warm and group_of(item.path).split("/")[0] in NEEDS_KERNEL:
+        _warm.append(warm_kernel.warm({**os.environ, **ONE_THREAD}, WARM_SOCKET))
+        _warm[0].__enter__()
 
 
 # The schedule. `make test` runs the tests on one worker per CPU with pytest-xdist's `loadfile`: a worker takes

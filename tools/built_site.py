@@ -28,6 +28,8 @@ from pathlib import Path
 
 import yaml
 
+from tools import warm_kernel
+
 ROOT = Path(__file__).resolve().parent.parent
 # Debian's chromium, headless, without the lookups and updates that stall it when the network is closed: the
 # browser tests and `make pdf` start it with these
@@ -181,6 +183,30 @@ TRAININGS = [
 ]
 
 
+@contextmanager
+def _warm_kernels():
+    """While it lasts, the pages' kernels (the kernel spec python3, first on JUPYTER_PATH) and the trainings are
+    forked from one process that has imported torch (tools/warm_kernel.py): a torch import a build, not one a page."""
+    import shutil
+    import tempfile
+
+    saved = {name: os.environ.get(name) for name in ("JUPYTER_PATH", warm_kernel.SOCKET_VAR)}
+    folder = tempfile.mkdtemp(prefix="warm-kernel-spec-")
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [folder, saved["JUPYTER_PATH"]]))
+    try:
+        with warm_kernel.warm() as socket_path:  # its environment is the kernels' own, JUPYTER_PATH included
+            warm_kernel.kernel_spec(folder, "python3", socket_path, display_name="Python 3 (ipykernel)")
+            os.environ[warm_kernel.SOCKET_VAR] = socket_path
+            yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def execute_chapters(output=OUTPUT, workers=None):
     """Execute the notebook pages the build's cache lacks, `workers` at a time (one per CPU), into that cache.
 
@@ -212,7 +238,7 @@ def execute_chapters(output=OUTPUT, workers=None):
 
         def train(call):  # loads the model instead if it is trained already
             try:  # a training that fails leaves its pages to train the model themselves
-                subprocess.run([sys.executable, "-c", f"from book import tiny; {call}"], cwd=ROOT, check=False)
+                subprocess.run(warm_kernel.command(f"from book import tiny; {call}"), cwd=ROOT, check=False)
             finally:
                 trained_at.append(time.perf_counter() - start)
                 done[call].set()
@@ -225,7 +251,7 @@ def execute_chapters(output=OUTPUT, workers=None):
         # first come first served: every training starts before any page, so a page never holds a worker that
         # a training it waits for would need; the pages that wait for none come first
         order = sorted(missing, key=lambda page: bool(needs[page]))
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        with _warm_kernels(), concurrent.futures.ThreadPoolExecutor(workers) as pool:
             trainings = [pool.submit(train, call) for call, _ in TRAININGS if call in done]
             runs = [pool.submit(execute, page) for page in order]
             finished = [run.result() for run in runs] + [t.result() for t in trainings]

@@ -3,7 +3,10 @@ that forge answers meant to freeze the trusted side (a shape of 600,000 dimensio
 60,000 dict keys, that all collide in Python's hash table), and the same folder with three blank notebooks in
 their place, interleaved, and print the batch's time with them against without them.
 
-    .venv/bin/python -m tools.grading.batch_cost [--honest 24] [--rounds 3]
+    .venv/bin/python -m tools.grading.batch_cost [--honest 24] [--rounds 3] [--uncapped-memory]
+
+As an ordinary user without a delegated cgroup the grader refuses to start unless told `--uncapped-memory`;
+this tool passes that on (the measurement is of time, not of the memory cap).
 
 Every honest row must get full marks in both batches; the ratio is the promise (within 1.2x).
 """
@@ -55,10 +58,11 @@ def write_batch(folder, honest, forged):
         nbformat.write(nb, folder / f"{name}.ipynb")
 
 
-def grade_batch(folder, out):
+def grade_batch(folder, out, uncapped_memory=False):
     """Seconds to grade `folder`, and its rows."""
     started = time.monotonic()
     command = [sys.executable, "-m", "tools.grading.grade", EXERCISE, str(folder), str(out), "--jobs", "2"]
+    command += ["--uncapped-memory"] if uncapped_memory else []
     subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True)
     with open(out, newline="") as f:
         return time.monotonic() - started, list(csv.DictReader(f))
@@ -68,6 +72,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--honest", type=int, default=24, help="honest notebooks in each batch")
     parser.add_argument("--rounds", type=int, default=3, help="batches of each kind, interleaved")
+    parser.add_argument(
+        "--uncapped-memory",
+        action="store_true",
+        help="passed to the grader: grade where nothing caps a sandbox's total memory (an ordinary user)",
+    )
     args = parser.parse_args(argv)
     seconds = {True: 0.0, False: 0.0}
     with tempfile.TemporaryDirectory(prefix="batch-cost-") as tmp:
@@ -75,7 +84,7 @@ def main(argv=None):
             for forged in (False, True):
                 base = Path(tmp) / f"{round_}-{forged}"
                 write_batch(base / "submissions", args.honest, forged)
-                took, rows = grade_batch(base / "submissions", base / "grades.csv")
+                took, rows = grade_batch(base / "submissions", base / "grades.csv", args.uncapped_memory)
                 honest = [r for r in rows if r["submission"].startswith("honest_")]
                 if len(rows) != args.honest + len(FORGED) or any(r["total"] != r["possible"] for r in honest):
                     sys.exit(f"round {round_}: a row is missing or an honest notebook lost points")
