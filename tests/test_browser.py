@@ -136,45 +136,66 @@ def test_page_loads_with_its_figures(opened, page_name):
         )
 
 
-# A code block is hundreds of highlighted tokens (two thirds of a chapter's elements, 4,000 in chapter 1), and
-# axe's colour-contrast rule spent most of its time on them (5 to 8 s a chapter, idle). A token's contrast depends only on its
-# colour, size and weight and on the background behind it, so the contrast of code is checked on one sample of
-# each kind of token on the page (chapter 1: 7 kinds), the other rules on every code block, and everything
-# outside code in full. The markup is the same in both colour modes, so dark mode runs the colour rules only.
+# axe's colour rules cost most of its time (5 to 8 s a chapter, idle, before sampling): a code block is hundreds
+# of highlighted tokens, and most of a page's text looks like the text of the pages before it. The contrast of a
+# piece of text depends only on its own style (colour, size, weight, shadow, the opacity of it and its ancestors)
+# and on the background behind it, so the colour rules are run on one sample of each look of text, and only on
+# the first page (in the book's order) where that look appears; every other rule runs on every element of every
+# page. A look is the text's style and the backgrounds up to the first opaque one (and, for a link, the colour of
+# the text around it, which link-in-text-block compares). Dark mode is the same page switched by the theme's own
+# mode switch (the markup is the same), checked with the colour rules only, then switched back.
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 SAMPLE = "data-axe-sample"
-MARK_CODE_SAMPLES = f"""() => {{
-    const seen = new Set();
-    const tokens = Array.from(document.querySelectorAll('pre span, pre'))
-        .filter(e => e.tagName === 'SPAN' || e.childElementCount === 0);  // a token, or a block of plain text
-    for (const token of tokens) {{
-        const style = getComputedStyle(token);
-        const key = [style.color, style.fontSize, style.fontWeight, style.opacity];
-        for (let e = token; e; e = e.parentElement) {{  // the backgrounds up to the first opaque one
-            const background = getComputedStyle(e).backgroundColor;
-            key.push(background);
-            if (!background.startsWith('rgba') || background.endsWith(', 1)')) break;
+MARK_SAMPLES = f"""(seen) => {{
+    const known = new Set(seen), fresh = [];
+    document.querySelectorAll('[{SAMPLE}]').forEach(e => e.removeAttribute('{SAMPLE}'));
+    const texts = Array.from(document.body.querySelectorAll('*')).filter(e =>
+        Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim()) && e.getClientRects().length);
+    for (const text of texts) {{
+        const style = getComputedStyle(text);
+        if (style.visibility !== 'visible') continue;
+        let opacity = 1;
+        for (let e = text; e; e = e.parentElement) opacity *= Number(getComputedStyle(e).opacity);
+        const look = [style.color, style.fontSize, style.fontWeight, style.textShadow, opacity];
+        for (let e = text; e; e = e.parentElement) {{  // the backgrounds up to the first opaque one
+            const s = getComputedStyle(e);
+            look.push(s.backgroundColor, s.backgroundImage);
+            if (s.backgroundImage !== 'none' || !s.backgroundColor.startsWith('rgba') || s.backgroundColor.endsWith(', 1)')) break;
         }}
-        if (!seen.has(key.join('|'))) {{ seen.add(key.join('|')); token.setAttribute('{SAMPLE}', ''); }}
+        if (text.closest('a') && text.closest('a').parentElement) look.push(getComputedStyle(text.closest('a').parentElement).color);
+        const key = look.join('|');
+        if (!known.has(key)) {{ known.add(key); fresh.push(key); text.setAttribute('{SAMPLE}', ''); }}
     }}
-    return [tokens.length, seen.size];
+    return [texts.length, fresh];
 }}"""
 
 
-def start_axe(page, mode):
+def switch_mode(page, mode):
+    """Turn the page to `mode` with the theme's own switch button (it cycles light, auto and dark)."""
+    for _ in range(3):
+        if page.evaluate("document.documentElement.dataset.theme") == mode:
+            break
+        page.evaluate("document.querySelector('.theme-switch-button').click()")
+    assert page.evaluate("document.documentElement.dataset.theme") == mode, f"the switch never gave {mode}"
+    # the theme fades its colours in: axe must see the end of the fade, not a colour halfway
+    page.wait_for_function("() => document.getAnimations().every(a => a.playState !== 'running')", polling=50)
+
+
+def start_axe(page, mode, seen):
     """Start axe-core on the page and return at once, so that pages are checked side by side (each has its own
-    renderer process): every rule outside code blocks and on the sample tokens, every rule but colour contrast
-    on the code blocks; in dark mode the colour rules only. Each axe run costs about a second of setup on a
-    chapter, whatever its context, hence two runs, not one per part. Returns (tokens, kinds of token)."""
+    renderer process): the colour rules on the samples of looks not in `seen` (which gains them), and in light
+    mode every other rule on the whole page. Returns (pieces of text, new looks)."""
     from axe_playwright_python.base import AXE_SCRIPT
 
-    page.evaluate(AXE_SCRIPT)
-    tokens, kinds = page.evaluate(MARK_CODE_SAMPLES)
-    # the deeper of an include and an exclude wins: the samples are checked, the rest of each <pre> is not
-    outside_code = {"include": [["body"], [f"[{SAMPLE}]"]], "exclude": [["pre"]]}
-    runs = [(outside_code, {"runOnly": {"type": "rule", "values": COLOUR_RULES}} if mode == "dark" else {})]
-    if mode == "light" and page.query_selector("pre"):
-        runs.append(({"include": [["pre"]]}, {"rules": {"color-contrast": {"enabled": False}}}))
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.evaluate(AXE_SCRIPT)
+    texts, fresh = page.evaluate(MARK_SAMPLES, sorted(seen))
+    seen.update(fresh)
+    runs = []
+    if fresh:
+        runs.append(({"include": [[f"[{SAMPLE}]"]]}, {"runOnly": {"type": "rule", "values": COLOUR_RULES}}))
+    if mode == "light":
+        runs.append(({"include": [["body"]]}, {"rules": {rule: {"enabled": False} for rule in COLOUR_RULES}}))
     # axe.run does most of its work before it returns its promise: started from a timer, it leaves
     # `evaluate` free to return at once
     page.evaluate(
@@ -192,7 +213,7 @@ def start_axe(page, mode):
     }""",
         [[context, {**options, "resultTypes": ["violations"]}] for context, options in runs],
     )
-    return tokens, kinds
+    return texts, len(fresh)
 
 
 def axe_result(page):
@@ -206,41 +227,47 @@ def _found(result):
     return result["found"]
 
 
-def axe_violations(page, mode):
-    tokens, kinds = start_axe(page, mode)
-    return axe_result(page), tokens, kinds
+def axe_violations(page, mode, seen=None):
+    texts, fresh = start_axe(page, mode, set() if seen is None else seen)
+    return axe_result(page), texts, fresh
 
 
 @pytest.fixture(scope="module")
-def axe_on_every_page(opened, browser_context, site_url):
-    """{(page, mode): (the theme the page shows, axe's violations)} for every page in both modes, one page per
-    CPU at a time: the light pages are the shared loads, the dark ones are opened here and closed once checked."""
-    results, running = {}, []
+def axe_on_every_page(opened):
+    """{(page, mode): (the theme the page showed, axe's violations, (pieces of text, new looks checked))} for every page in both
+    modes, one page per CPU at a time, in the book's order: each page (the shared light load) is checked light,
+    switched dark and checked, then switched back."""
+    results, running, seen = {}, [], {"light": set(), "dark": set()}
     deadline = time.monotonic() + 600
+    todo = list(PAGES)
+
+    def start(page_name, mode):
+        v = opened(page_name)
+        if mode == "dark":
+            switch_mode(v.page, "dark")
+        theme = v.page.evaluate("document.documentElement.dataset.theme")
+        texts, fresh = start_axe(v.page, mode, seen[mode])
+        running.append(((page_name, mode), v, theme, (texts, fresh)))
 
     def finish_one():
-        """Wait for whichever running check ends first, and keep its result."""
+        """Wait for whichever running check ends first, keep its result, start what follows it."""
         while time.monotonic() < deadline:
-            for i, ((page_name, mode), v, theme) in enumerate(running):
+            for i, ((page_name, mode), v, theme, fresh) in enumerate(running):
                 result = v.page.evaluate("window.__axe")
                 if result:
                     del running[i]
-                    results[page_name, mode] = theme, _found(result)
-                    if mode == "dark":
-                        v.close()
+                    results[page_name, mode] = theme, _found(result), fresh
+                    if mode == "light":
+                        start(page_name, "dark")
+                    else:
+                        switch_mode(v.page, "light")
                     return
-            time.sleep(0.1)
-        raise AssertionError(f"axe did not finish within 600 s on {[key for key, _, _ in running]}")
+            time.sleep(0.05)
+        raise AssertionError(f"axe did not finish within 600 s on {[key for key, *_ in running]}")
 
-    for page_name in PAGES:
-        for mode in ("light", "dark"):
-            v = opened(page_name) if mode == "light" else Visit(browser_context, site_url, page_name, mode)
-            theme = v.page.evaluate("document.documentElement.dataset.theme")
-            start_axe(v.page, mode)
-            running.append(((page_name, mode), v, theme))
-            if len(running) >= (os.cpu_count() or 1):
-                finish_one()
-    while running:
+    while todo or running:
+        while todo and len(running) < (os.cpu_count() or 1):
+            start(todo.pop(0), "light")
         finish_one()
     return results
 
@@ -248,7 +275,7 @@ def axe_on_every_page(opened, browser_context, site_url):
 @pytest.mark.parametrize("mode", ["light", "dark"])
 @pytest.mark.parametrize("page_name", PAGES)
 def test_no_serious_accessibility_violation(axe_on_every_page, page_name, mode):
-    theme, found = axe_on_every_page[page_name, mode]
+    theme, found, _ = axe_on_every_page[page_name, mode]
     assert theme == mode
     violations = [x for x in found if x["impact"] in ("critical", "serious")]
     report = [
@@ -258,21 +285,33 @@ def test_no_serious_accessibility_violation(axe_on_every_page, page_name, mode):
     assert not report, f"{page_name} in {mode} mode:\n" + "\n".join(report)
 
 
+def test_every_look_of_text_is_checked_once_in_each_mode(axe_on_every_page):
+    """Each look of text has its colours checked on one page: many looks in all, far fewer than pieces of text."""
+    for mode in ("light", "dark"):
+        counts = [axe_on_every_page[page, mode][2] for page in PAGES]
+        texts, fresh = sum(t for t, _ in counts), sum(f for _, f in counts)
+        assert 20 <= fresh < texts / 4, f"{mode}: {fresh} looks checked of {texts} pieces of text: {counts}"
+
+
 @pytest.mark.parametrize("mode", ["light", "dark"])
-def test_sampled_code_contrast_still_finds_a_faint_token(visit, mode):
-    """The sample hides only tokens alike to one axe checks: a faint token, written twice among ordinary ones in a
-    code block, and a faint block of plain text are each reported once, in both modes."""
+def test_sampled_contrast_still_finds_a_faint_look(visit, mode):
+    """The samples hide only text alike to text axe checks: a faint token written twice among ordinary ones in a
+    code block, a faint block of plain output and a faint word in a paragraph, on a page whose other looks are all
+    known, are each reported once, in both modes."""
     v = visit(PAGES[0], mode)
+    seen = set()
+    axe_violations(v.page, mode, seen)  # every look of the page, now known
     v.page.evaluate("""() => {
         const ordinary = '<span class="n">x</span> <span class="o">=</span> <span class="mi">1</span> ';
         const faint = '<span style="color: #777">faint</span> ';
         document.querySelector('article').insertAdjacentHTML('beforeend',
             '<div class="highlight"><pre>' + ordinary + faint + ordinary + faint + ordinary + '</pre></div>'
-            + '<div class="output"><pre style="color: #777">faint output</pre></div>');
+            + '<div class="output"><pre style="color: #777">faint output</pre></div>'
+            + '<p>plain text and a <span style="color: #777">faint word</span></p>');
     }""")
-    found, tokens, kinds = axe_violations(v.page, mode)
+    found, texts, fresh = axe_violations(v.page, mode, seen)
     faint = [n["html"] for x in found if x["id"] == "color-contrast" for n in x["nodes"]]
-    assert kinds < tokens and len(faint) == 2, f"{mode}: {kinds} kinds of {tokens} tokens; reported: {faint}"
+    assert fresh < texts and len(faint) == 3, f"{mode}: {fresh} new looks of {texts} texts; reported: {faint}"
 
 
 def _walk(opened, first, selector):
