@@ -6,6 +6,7 @@ Needs Debian's chromium and poppler-utils (pdfunite, pdfinfo, pdftotext, pdfimag
 name on a reader's machine without them, failed under CI.
 """
 
+import functools
 import os
 import re
 import shutil
@@ -38,6 +39,7 @@ def course_pdf(site, tmp_path_factory):
     return out
 
 
+@functools.cache  # pdftotext of the whole course takes seconds: once a command a run
 def run(*cmd):
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 
