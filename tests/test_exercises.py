@@ -173,9 +173,10 @@ def test_no_parameter_shadows_a_question_function(name):
 
 
 def test_top_p_question_is_named_for_what_it_returns():
-    """Chapter 5's `top_p_keep` returns ids; the exercise's function returns a count."""
+    """Chapter 5's `top_p_keep` returns ids; the exercise turns the cut around and returns a top_p (it asked
+    for `len(top_p_keep(...))` once, a copy of the chapter's cell)."""
     functions = {fn for _, fn, _ in _questions("05_sampling").values()}
-    assert "top_p_keep" not in functions and "top_p_count" in functions
+    assert "top_p_keep" not in functions and "top_p_count" not in functions and "largest_top_p" in functions
 
 
 def test_float32_training_has_no_full_precision_copy(graded):
@@ -553,7 +554,9 @@ HONEST = {
         "def causal_mask(n):\n    return np.arange(n)[:, None] >= np.arange(n)[None, :]",
     ],
     "04_kv_cache": [
-        "def passes_without_cache(n):\n    return sum(range(n + 1)) if n < 10**5 else math.comb(n + 1, 2)",
+        "def positions_without_cache(prompt, n_new, window):\n"
+        "    full = max(0, n_new - (window - prompt))\n"
+        "    return math.comb(prompt + n_new - full, 2) - math.comb(prompt, 2) + full * window",
         "def kv_bytes_per_token(n_layers, n_heads, n_kv_heads, d_head, bits_per_number):\n"
         "    return (2 * n_layers * n_kv_heads * d_head * bits_per_number) // 8",
         "def conversations_that_fit(memory_bytes, weight_bytes, bytes_per_token, context):\n"
@@ -575,6 +578,55 @@ HONEST = {
         "    before = ranked.cumsum(0) - ranked\n"
         "    return int((before < top_p).sum())",
     ],
+}
+
+
+# Answers written by following, literally and in turn, the recipes (the third hint) of every public check of a
+# question (issue 37: "no recipe is wrong; test each recipe by following it"). Each must pass the learner's own
+# grader.check and score full marks on every seed's hidden inputs. The questions whose checks were split one
+# property per check with their own recipes (exercise 9) and the variants of ex. 4 q1 and ex. 5 q3.
+RECIPES = {
+    "04_kv_cache": {
+        # q1: halve with //; g steps push g * prompt plus g * (g - 1) // 2; g = min(n_new, window - prompt), every
+        # other step pushes window positions
+        "q1": "def positions_without_cache(prompt, n_new, window):\n"
+        "    g = min(n_new, window - prompt)\n"
+        "    return g * prompt + g * (g - 1) // 2 + (n_new - g) * window",
+    },
+    "05_sampling": {
+        # q3: float(...); add up k chances; sort with np.sort(...)[::-1] first; 1.0 when k >= len(chances), first
+        "q3": "def largest_top_p(chances, k):\n"
+        "    if k >= len(chances):\n"
+        "        return 1.0\n"
+        "    return float(np.sort(chances)[::-1][:k].sum())",
+    },
+    "09_recap_quiz": {
+        # q1: vocab * d once; n_positions * d; 2 * d for the final norm; 4 * d * d + 2 * (d * 4 * d); 4 * d,
+        # 4 * d + d and 2 * 2 * d per block
+        "q1": "def gpt2_parameters(n_layers, d_model, vocab, n_positions):\n"
+        "    d = d_model\n"
+        "    block = 4 * d * d + 2 * (d * 4 * d) + 4 * d + 4 * d + d + 2 * 2 * d\n"
+        "    return vocab * d + n_positions * d + 2 * d + n_layers * block",
+        # q2: divide with /; both tables over the whole count, as the last recipe spells it
+        "q2": "def embedding_share(n_layers, d_model, vocab, n_positions):\n"
+        "    d = d_model\n"
+        "    return (vocab + n_positions) * d_model / (\n"
+        "        (vocab + n_positions) * d + n_layers * (12 * d * d + 13 * d) + 2 * d\n"
+        "    )",
+        # q3: divide both sides by 2 n d
+        "q3": "def crossover_length(d_model, ff_multiple):\n    return (4 + 2 * ff_multiple) * d_model / 2",
+        # q4: each factor once; divide the bytes by GiB; times 2 for the key and the value
+        "q4": "def kv_cache_gib(n_layers, n_kv_heads, d_head, n_tokens, bytes_per_number):\n"
+        "    return 2 * n_layers * n_kv_heads * d_head * n_tokens * bytes_per_number / GiB",
+        # q5: int(...) after //; the weights first; round down with //; max(0, ...)
+        "q5": "def requests_that_fit(memory_gib, weights_gib, cache_gib_per_request):\n"
+        "    return max(0, int((memory_gib - weights_gib) // cache_gib_per_request))",
+        # q6: int(...); max(0, ...); the free bytes over per_token * n_requests, with //, rounding nothing before
+        "q6": "def longest_context(memory_gib, weights_gib, n_layers, n_kv_heads, d_head, bytes_per_number, n_requests):\n"
+        "    per_token = 2 * n_layers * n_kv_heads * d_head * bytes_per_number\n"
+        "    free_bytes = (memory_gib - weights_gib) * GiB\n"
+        "    return max(0, int(free_bytes // (per_token * n_requests)))",
+    },
 }
 
 
@@ -612,11 +664,14 @@ def graded_by_seed(regenerated):
         zip_path = regenerated / "autograder" / f"{name}.zip"
         solved = _solution_notebook(zip_path)
         honest = _with_cells(solved, HONEST.get(name, []))
+        kinds = [("reference", solved), ("honest", honest)]
+        if name in RECIPES:
+            kinds.append(("recipe", _with_cells(solved, list(RECIPES[name].values()))))
         for seed in FRESH_SEEDS:
             folder = regenerated / "seeds" / f"{name}-{seed}"
             folder.mkdir(parents=True)
             (folder / "probes.py").write_text(grade.load_exercise(zip_path, seed=seed).probes)
-            for kind, nb in (("reference", solved), ("honest", honest)):
+            for kind, nb in kinds:
                 nbformat.write(nb, folder / f"{kind}.ipynb")
                 jobs.append(
                     {
@@ -638,6 +693,10 @@ def graded_by_seed(regenerated):
         reference = grade.reference_from_run(exercise, grade._read_output(folder / "reference.out"))
         questions_of = grade.probe_functions(exercise, reference)
         out[name, seed] = grade.judge_run(exercise, reference, questions_of, grade._read_output(folder / "honest.out"))
+        if name in RECIPES:
+            out[name, seed, "recipe"] = grade.judge_run(
+                exercise, reference, questions_of, grade._read_output(folder / "recipe.out")
+            )
     return out
 
 
@@ -648,3 +707,48 @@ def test_an_honest_solution_scores_full_marks_under_every_seed(graded_by_seed, n
         assert verdicts, f"{name}: no question graded under seed {seed}"
         lost = {q: reason for q, (score, reason) in verdicts.items() if score != 1.0}
         assert not lost, f"{name}, seed {seed}: an honest solution loses {lost}"
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_answers_that_follow_the_recipes_score_full_marks_under_every_seed(graded_by_seed, name):
+    for seed in FRESH_SEEDS:
+        verdicts = graded_by_seed[name, seed, "recipe"]
+        lost = {q: reason for q, (score, reason) in verdicts.items() if q in RECIPES[name] and score != 1.0}
+        assert not lost, f"{name}, seed {seed}: an answer that follows the recipes loses {lost}"
+
+
+def test_answers_that_follow_the_recipes_pass_the_public_checks(tmp_path, regenerated):
+    """The learner's own grader.check (tools/grading/run_public_checks.py, as for the planted answers) on each
+    answer of RECIPES: a recipe that leads to a wrong answer fails here."""
+    spec = [
+        {
+            "name": name,
+            "student": str(regenerated / "exercises" / f"{name}.ipynb"),
+            "solution": str(tmp_path / f"{name}.solved.ipynb"),
+            "answers": {q: [source] for q, source in answers.items()},
+        }
+        for name, answers in RECIPES.items()
+    ]
+    for job in spec:
+        nbformat.write(_solution_notebook(regenerated / "autograder" / f"{job['name']}.zip"), job["solution"])
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "grading" / "run_public_checks.py"),
+            str(tmp_path / "spec.json"),
+            str(tmp_path / "out.json"),
+        ],
+        check=True,
+        timeout=RUN_TIMEOUT * 10,
+        cwd=tmp_path,
+    )
+    out = json.loads((tmp_path / "out.json").read_text())
+    failed = [
+        f"{name} {q}: {run['text']}"
+        for name, answers in RECIPES.items()
+        for q in answers
+        for run in out[name][q][1:]
+        if not run["passed"]
+    ]
+    assert not failed, "answers that follow the recipes fail grader.check:\n" + "\n\n".join(failed)
