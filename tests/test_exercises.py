@@ -64,6 +64,18 @@ def _with_cells(nb, sources):
     return nb
 
 
+def _questions_only(nb):
+    """`nb` without what follows its last `grader.check` cell: the capstone's closing cell trains a model of
+    200 steps for the learner to read (4 of the 7.5 CPU seconds of each of its runs), which no question
+    grades. For the notebooks made here to test answers (planted, honest, recipe); the solution, its reference
+    run and the blank copy are graded whole."""
+    checks = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.startswith("grader.check(")]
+    nb = copy.deepcopy(nb)
+    if checks:
+        del nb.cells[checks[-1] + 1 :]
+    return nb
+
+
 def _solution_notebook(zip_path):
     with zipfile.ZipFile(zip_path) as z:
         return nbformat.reads(z.read("grading/solution.ipynb").decode(), as_version=4)
@@ -83,7 +95,8 @@ def _variants(name, root):
         "blank": nbformat.read(root / "exercises" / f"{name}.ipynb", as_version=4),
     }
     for k in range(max((len(v) for v in WRONG.get(name, {}).values()), default=0)):
-        notebooks[f"wrong{k}"] = _with_cells(solved, [v[k].source for v in WRONG[name].values() if k < len(v)])
+        answers = [v[k].source for v in WRONG[name].values() if k < len(v)]
+        notebooks[f"wrong{k}"] = _with_cells(_questions_only(solved), answers)
     (folder / "probes.py").write_text(exercise.probes)
     jobs = {}
     for kind, nb in notebooks.items():
@@ -663,10 +676,13 @@ def graded_by_seed(regenerated):
     for name in NAMES:
         zip_path = regenerated / "autograder" / f"{name}.zip"
         solved = _solution_notebook(zip_path)
-        honest = _with_cells(solved, HONEST.get(name, []))
-        kinds = [("reference", solved), ("honest", honest)]
+        honest = _with_cells(_questions_only(solved), HONEST.get(name, []))
+        # the reference of each seed is the solution's questions only, as the answers judged are: that the
+        # closing cell changes no answer is shown by `graded`, which judges the whole solution against its
+        # whole reference run, and the trimmed planted answers against it too
+        kinds = [("reference", _questions_only(solved)), ("honest", honest)]
         if name in RECIPES:
-            kinds.append(("recipe", _with_cells(solved, list(RECIPES[name].values()))))
+            kinds.append(("recipe", _with_cells(_questions_only(solved), list(RECIPES[name].values()))))
         for seed in FRESH_SEEDS:
             folder = regenerated / "seeds" / f"{name}-{seed}"
             folder.mkdir(parents=True)
