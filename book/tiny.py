@@ -260,18 +260,26 @@ class AdamW:
             p.addcdiv_(mean, mean_square.sqrt().div_(root_correction).add_(self.eps), value=step_size)
 
 
-def train(model, data, steps=STEPS, batch=BATCH, lr=LR, seed=SEED, window=TRAIN_WINDOW, optimizer=AdamW):
-    """Train with AdamW on random windows of the text; returns the loss of every step, in nats."""
+def train(
+    model, data, steps=STEPS, batch=BATCH, lr=LR, seed=SEED, window=TRAIN_WINDOW, optimizer=AdamW, after_step=None
+):
+    """Train with AdamW on random windows of the text; returns the loss of every step, in nats.
+
+    `after_step(step, losses)`, if given, is called after each step with its number (from 1) and the losses so
+    far, while the model holds that step's weights. Nothing here depends on `steps` but the number of steps, so
+    the first k steps of a longer run are the k-step run, bit for bit (trained_model's `keep` uses this)."""
     gen = torch.Generator().manual_seed(seed)
     opt = optimizer(model.parameters(), lr=lr)
     losses = []
     with one_thread():
-        for _, (x, y) in zip(range(steps), batches(data, batch, window, gen)):
+        for step, (x, y) in zip(range(1, steps + 1), batches(data, batch, window, gen)):
             _, loss = model(x, y)  # x, y: (B, T)
             opt.zero_grad()
             loss.backward()
             opt.step()
             losses.append(loss.item())
+            if after_step is not None:
+                after_step(step, losses)
     return losses
 
 
@@ -377,7 +385,7 @@ def _load_shipped(model, steps, seed):
     return saved["losses"].tolist()
 
 
-def trained_model(causal=True, steps=STEPS, seed=SEED, dtype=DTYPE, shipped=True):
+def trained_model(causal=True, steps=STEPS, seed=SEED, dtype=DTYPE, shipped=True, keep=()):
     """The course's tiny model, built from a fixed seed and trained on the shipped text: (model, losses).
 
     It computes in float64 (DTYPE), so that every processor prints the same figures from it. The first call
@@ -386,7 +394,19 @@ def trained_model(causal=True, steps=STEPS, seed=SEED, dtype=DTYPE, shipped=True
     file; later calls, in any notebook, load them. Loading gives the same numbers as training, bit for bit.
     The model without the mask (`causal=False`) comes from the course's shipped run (see SHIPPED_UNMASKED);
     `shipped=False` trains it on this machine instead.
+
+    `keep=(k1, k2, ...)` (each 0 < k < steps) also keeps the shorter runs this one passes through: the first k
+    steps of a run are the k-step run (`train`), so training it writes, at step k, the cache entry that
+    `trained_model(causal, steps=k, seed, dtype, shipped=False)` loads, with that step's weights and losses.
+    Only missing entries are written. If the whole run is in the cache already, it is loaded, and the kept runs
+    still missing are trained alone: the longest of them, keeping the shorter ones, never the whole run again.
+    `keep` needs a run trained here, so with `causal=False` it needs `shipped=False`.
     """
+    keep = sorted(set(keep))
+    if any(not 0 < k < steps for k in keep):
+        raise ValueError(f"keep={tuple(keep)}: a kept run is a shorter one, of 1 to {steps - 1} steps")
+    if keep and not causal and shipped:
+        raise ValueError("keep= writes the runs trained on this machine; the shipped unmasked run needs shipped=False")
     tokenizer, data = corpus()
     torch.manual_seed(seed)
     model = TinyGPT(TinyConfig(vocab=len(tokenizer), causal=causal, dtype=dtype))  # built the same way either way
@@ -394,16 +414,33 @@ def trained_model(causal=True, steps=STEPS, seed=SEED, dtype=DTYPE, shipped=True
         losses = _load_shipped(model, steps, seed)
         if losses is not None:
             return model.eval(), losses
-    path = cache_folder() / f"tiny-{_run_key(model.cfg, steps, seed)}.pt"
+    missing = {k: _cache_path(model.cfg, k, seed) for k in keep}
+    missing = {k: path for k, path in missing.items() if not path.is_file()}
+    path = _cache_path(model.cfg, steps, seed)
     try:
         saved = torch.load(path, weights_only=True)
         model.load_state_dict(saved["weights"])
-        return model.eval(), saved["losses"].tolist()
     except (OSError, KeyError, RuntimeError, EOFError):
         pass  # not trained yet here (or an unreadable file): train it
-    losses = train(model, data, steps=steps, seed=seed)
+    else:
+        if missing:  # the longest missing run, keeping the shorter ones; it reseeds, as this call did
+            *shorter, longest = sorted(missing)
+            trained_model(causal, longest, seed, dtype, shipped=False, keep=shorter)
+        return model.eval(), saved["losses"].tolist()
+
+    def keep_step(step, losses):
+        if step in missing:  # this step's weights, copied now: training goes on changing them
+            weights = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
+            _save(missing[step], {"weights": weights, "losses": torch.tensor(losses, dtype=torch.float64)})
+
+    losses = train(model, data, steps=steps, seed=seed, after_step=keep_step if missing else None)
     _save(path, {"weights": model.state_dict(), "losses": torch.tensor(losses, dtype=torch.float64)})
     return model.eval(), losses
+
+
+def _cache_path(cfg: TinyConfig, steps: int, seed: int) -> Path:
+    """The file of one training run in `cache_folder()`."""
+    return cache_folder() / f"tiny-{_run_key(cfg, steps, seed)}.pt"
 
 
 def _save(path: Path, state: dict):

@@ -3,17 +3,21 @@ this machine's.
 
 PyTorch picks its kernels by processor (AVX-512, AVX2, ARM's NEON, a plain path), and so do oneDNN and
 MKL; each adds in its own order and rounds differently. The goldens' own nbval run uses this machine's
-path; here the same goldens run again, each path in a fresh model cache (so the tiny models are trained
-on that path, not loaded), with nbval, and every output must equal the golden:
+path; here the same goldens run again, each path in a fresh model cache (so the tiny models the pages load
+are trained on that path), with nbval, and every output must equal the golden:
 
 - plain: PyTorch's default kernels, oneDNN held to SSE4.1 and MKL in its compatible mode, the path any
   x86-64 processor can follow (ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_CBWR=COMPATIBLE);
 - avx2 and avx512: PyTorch's vector kernels of those widths, where the processor has them and they are
   not already the path of the goldens' run.
 
-The same plain-path run checks that the shipped weights of the unmasked model (book/data/tiny_unmasked.pt)
-are what its recipe trains, bit for bit: the check trains the whole run there itself, in that cache, and
-the first tiny.RETRAIN_STEPS steps that chapter 2's lab retrained there must be the shipped run's first losses.
+Before the pages of a path run, one process trains into its cache what they will load, each model once: the
+masked run of tiny.STEPS, keeping on the way the 100-step run that chapter 1's lesson shows (tiny.trained_model's
+`keep`: the first k steps of a run are the k-step run, bit for bit, tests/test_tiny.py). On the plain path it
+also trains the whole unmasked run, keeping the tiny.RETRAIN_STEPS steps that chapter 2's lab loads, and checks
+that the shipped weights of the unmasked model (book/data/tiny_unmasked.pt) are what its recipe trains there,
+bit for bit: the whole run's losses and weights, and the kept first steps' losses. On the other paths chapter
+2's lab retrains its tiny.RETRAIN_STEPS steps itself.
 Timing cells (nbval-ignore-output) are left out, as in the goldens' run; the sanitizers of
 tests/sanitize.cfg apply.
 
@@ -151,6 +155,14 @@ def test_the_goldens_print_the_same_on_another_cpu_path(path, tmp_path):
     if path != "plain" and taken == native:
         pytest.skip(f"{path} is this machine's own path: the goldens' nbval run covers it")
     notebook, origin = one_notebook(CHAPTERS, tmp_path)
+    prepared = subprocess.run(
+        [sys.executable, "-c", PREPARE + (SHIPPED_CHECK if path == "plain" else "")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert prepared.returncode == 0 or path == "plain", prepared.stderr[-3000:]  # plain: reported below
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-c", str(ROOT / "pyproject.toml")]
         + ["--nbval-kernel-name", conftest.ONE_THREAD_KERNEL, str(notebook)],  # the goldens' kernel (conftest.py)
@@ -165,29 +177,29 @@ def test_the_goldens_print_the_same_on_another_cpu_path(path, tmp_path):
         f"cells printed something else: {', '.join(failed) or '(see below)'}\n{run.stdout[-6000:]}"
     )
     if path == "plain":
-        _the_shipped_unmasked_run_is_its_recipe_trained(env)
+        assert prepared.stdout.strip() == "same", (
+            "book/data/tiny_unmasked.pt is not what its recipe trains on the plain path; retrain it with\n  "
+            + " ".join(f"{k}={v}" for k, v in tiny.PLAIN_PATH.items())
+            + f" python -m book.tiny ship\n{prepared.stderr[-3000:]}"
+        )
 
 
-def _the_shipped_unmasked_run_is_its_recipe_trained(env):
-    """The unmasked run trained on the plain path, whole here and its first steps by chapter 2's lab (into this
-    cache), must be the shipped one."""
-    code = (
-        "import torch; from book import tiny\n"
-        "shipped, shipped_losses = tiny.trained_model(causal=False)\n"
-        "_, first = tiny.trained_model(causal=False, shipped=False, steps=tiny.RETRAIN_STEPS)\n"
-        "assert first == shipped_losses[:tiny.RETRAIN_STEPS], 'the first steps differ'\n"
-        "here, losses = tiny.trained_model(causal=False, shipped=False)\n"
-        "assert losses == shipped_losses, 'losses differ'\n"
-        "for (k, a), (_, b) in zip(here.state_dict().items(), shipped.state_dict().items()):\n"
-        "    assert torch.equal(a, b), k\n"
-        "print('same')"
-    )
-    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert run.stdout.strip() == "same", (
-        "book/data/tiny_unmasked.pt is not what its recipe trains on the plain path; retrain it with\n  "
-        + " ".join(f"{k}={v}" for k, v in tiny.PLAIN_PATH.items())
-        + f" python -m book.tiny ship\n{run.stderr[-3000:]}"
-    )
+# What the pages load, trained before they run, each model once (so no page trains it): the masked run, keeping
+# the 100 steps that chapter 1's lesson shows (its SHOWN_STEPS)
+PREPARE = "import torch; from book import tiny\ntiny.trained_model(keep=(100,))\n"
+# On the plain path: the whole unmasked run, keeping chapter 2's lab's first steps, must be the shipped one; the
+# kept first steps are then loaded, as the lab loads them, not trained again
+SHIPPED_CHECK = (
+    "here, losses = tiny.trained_model(causal=False, shipped=False, keep=(tiny.RETRAIN_STEPS,))\n"
+    "shipped, shipped_losses = tiny.trained_model(causal=False)\n"
+    "assert losses == shipped_losses, 'losses differ'\n"
+    "for (k, a), (_, b) in zip(here.state_dict().items(), shipped.state_dict().items()):\n"
+    "    assert torch.equal(a, b), k\n"
+    "tiny.train = None  # from here on, loaded or nothing\n"
+    "_, first = tiny.trained_model(causal=False, shipped=False, steps=tiny.RETRAIN_STEPS)\n"
+    "assert first == shipped_losses[:tiny.RETRAIN_STEPS], 'the first steps differ'\n"
+    "print('same')"
+)
 
 
 def test_a_missed_timing_band_explains_itself_and_still_fails(capsys):

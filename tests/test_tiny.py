@@ -82,6 +82,61 @@ def test_an_unreadable_cache_file_is_trained_again(tmp_path, monkeypatch):
     assert again == losses
 
 
+def _counting_training(monkeypatch):
+    """Replace tiny.train with itself, counting: the step counts of the runs trained from now on."""
+    trained_steps, train = [], tiny.train
+
+    def counted(model, data, steps, **kwargs):
+        trained_steps.append(steps)
+        return train(model, data, steps, **kwargs)
+
+    monkeypatch.setattr(tiny, "train", counted)
+    return trained_steps
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_kept_run_is_the_shorter_run_bit_for_bit(causal, tmp_path, monkeypatch):
+    """The first k steps of a run are the k-step run: a longer run that keeps step k writes what the k-step run
+    trained alone writes, the same losses and every weight the same, and a k-step call then loads it."""
+    monkeypatch.setenv("BOOK_CACHE", str(tmp_path / "alone"))
+    alone, alone_losses = tiny.trained_model(causal=causal, shipped=False, steps=12)
+    monkeypatch.setenv("BOOK_CACHE", str(tmp_path / "kept"))
+    longer, longer_losses = tiny.trained_model(causal=causal, shipped=False, steps=30, keep=(12,))
+    assert len(longer_losses) == 30 and len(list((tmp_path / "kept").glob("tiny-*.pt"))) == 2
+    rng_after_training = torch.get_rng_state()
+    trained_steps = _counting_training(monkeypatch)
+    kept, kept_losses = tiny.trained_model(causal=causal, shipped=False, steps=12)
+    assert trained_steps == [] and torch.equal(torch.get_rng_state(), rng_after_training)  # loaded, not trained
+    assert kept_losses == alone_losses == longer_losses[:12]
+    assert kept.cfg.causal == causal
+    for (name, a), (_, b) in zip(alone.state_dict().items(), kept.state_dict().items()):
+        assert torch.equal(a, b), name
+    assert not torch.equal(kept.tokens.weight, longer.tokens.weight)  # step 12's weights, not the last step's
+
+
+def test_a_cached_run_trains_only_its_missing_kept_runs(tmp_path, monkeypatch):
+    """With the whole run cached, `keep` trains the longest missing kept run alone (keeping the shorter ones),
+    never the whole run again; with every kept run cached, nothing trains."""
+    monkeypatch.setenv("BOOK_CACHE", str(tmp_path))
+    _, losses = tiny.trained_model(steps=20, keep=(4,))
+    trained_steps = _counting_training(monkeypatch)
+    _, again = tiny.trained_model(steps=20, keep=(4, 7, 11))
+    assert again == losses and trained_steps == [11]  # 7 kept by the 11-step run, 4 cached already
+    assert len(list(tmp_path.glob("tiny-*.pt"))) == 4
+    for k in (4, 7, 11):
+        assert tiny.trained_model(steps=k)[1] == losses[:k]
+    _, again = tiny.trained_model(steps=20, keep=(4, 7, 11))
+    assert again == losses and trained_steps == [11]  # all loaded
+
+
+def test_keep_refuses_what_it_cannot_keep():
+    for keep in ((0,), (5,), (7,)):
+        with pytest.raises(ValueError, match="1 to 4 steps"):
+            tiny.trained_model(steps=5, keep=keep)
+    with pytest.raises(ValueError, match="shipped=False"):
+        tiny.trained_model(causal=False, keep=(100,))
+
+
 def test_cache_changes_nothing_but_the_work(trained):
     model, _ = trained
     tokenizer, _ = tiny.corpus()
