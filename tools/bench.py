@@ -27,14 +27,13 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parent.parent
 from tools import built_site  # the build command of `make book`, written once
 
-PAGE_BUDGET_S = 10  # each page of _toc.yml's chapters, lesson or lab, from the build's cache (models trained)
+PAGE_BUDGET_S = 10  # each page of _toc.yml's chapters, lesson or lab, alone in a fresh kernel, models trained
 FIRST_PAGE = "chapters/01_next_token_prediction"  # a learner's first page, run alone with an empty model cache
 FIRST_PAGE_BUDGET_S = 10  # ... so it trains what it needs, within the same 10 s
 COLD_BUILD_BUDGET_S = 45  # a cold `make book` (empty build and model caches) after install (was 60 s)
 WARM_BUILD_BUDGET_S = 5  # the same command again, nothing changed
 CALCULATOR_ANSWER_BUDGET_S = 3  # the page calculator (chapter 10) answers its first input, Pyodide loaded
 TEST_BUDGET_S = 300  # `make test` after install, on 2 cores
-BUDGETED_SUITE = "515560a"  # the commit whose test suite TEST_BUDGET_S was set for; later files report apart
 PAGE_BUDGET_BYTES = 2 * 1024 * 1024  # no page over 2 MB with its images
 LEARNER_ENV_GOAL_BYTES = 1.4e9  # the learner set as Binder installs it (torch alone is about 0.75 GB)
 MiB = 1024 * 1024
@@ -49,19 +48,23 @@ def speed():
     return time.perf_counter() - start
 
 
-def alone_with_empty_model_cache(page):
-    """Seconds to execute one chapter by itself in a fresh kernel, with no trained model on disk."""
+def alone(page, models):
+    """Seconds to execute one page by itself in a fresh kernel (the default python3 kernel, started cold, as a
+    learner's is), with the trained models of the folder `models` (an empty folder: none)."""
     from jupyter_cache.executors.utils import single_nb_execution
 
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-models-") as models,
-        mock.patch.dict(os.environ, {"BOOK_CACHE": models}),
-    ):  # the kernel inherits the environment
+    with mock.patch.dict(os.environ, {"BOOK_CACHE": str(models)}):  # the kernel inherits the environment
         nb = built_site.as_myst_nb_reads(page)
         result = single_nb_execution(nb, cwd=str(built_site.source_of(page).parent), timeout=600, allow_errors=False)
     if result.err is not None:
         sys.exit(f"{page} failed when run alone: {result.err}")
     return result.time
+
+
+def alone_with_empty_model_cache(page):
+    """Seconds to execute one chapter by itself in a fresh kernel, with no trained model on disk."""
+    with tempfile.TemporaryDirectory(prefix="bench-models-") as models:
+        return alone(page, models)
 
 
 def learner_environment_bytes():
@@ -190,7 +193,7 @@ def main():
             f"{verdict(warm, WARM_BUILD_BUDGET_S)}\n"
         )
 
-        page_report(execution_times(build), report["workers"])
+        page_report(execution_times(build), report["workers"], cold_env["BOOK_CACHE"])
         alone = alone_with_empty_model_cache(FIRST_PAGE)
         print(
             f"  {FIRST_PAGE + '.md':44} {alone:6.1f} s  {verdict(alone, FIRST_PAGE_BUDGET_S)}: run alone with an "
@@ -228,28 +231,32 @@ def main():
         test_report()
 
 
-def page_report(times, workers):
-    """Every page under _toc.yml's chapters, lessons and labs in reading order, against PAGE_BUDGET_S."""
+def page_report(times, workers, models):
+    """Every page under _toc.yml's chapters, lessons and labs in reading order, against PAGE_BUDGET_S: each run
+    alone in a fresh kernel with the tiny models trained (as a learner runs a page), beside its time in the
+    build (`workers` at a time, in kernels forked from a warm process, tools/warm_kernel.py)."""
     print(
-        f"execution per page (from the build's execution cache, {workers} at a time, the tiny models trained; "
-        f"budget {PAGE_BUDGET_S} s each on 2 cores)"
+        f"execution per page, alone in a fresh kernel, the tiny models trained (budget {PAGE_BUDGET_S} s each on "
+        f"2 cores); in brackets, in the build ({workers} at a time, warm kernels)"
     )
-    over, pages = [], built_site.chapter_pages()
+    over, spent, pages = [], [], built_site.chapter_pages()
     for page in pages:
         name = built_site.source_of(page).relative_to(ROOT).as_posix()
         kind = "lab" if page.endswith("_lab") else "lesson" if f"{page}_lab" in pages else "chapter"
         if not built_site.is_notebook(page):
             print(f"  {name:44}      -    not a notebook ({kind})")
             continue
-        seconds = times.get(name)
-        if seconds is None:
-            print(f"  {name:44}      ?    not in the execution cache ({kind})")
-            continue
-        print(f"  {name:44} {seconds:6.1f} s  {verdict(seconds, PAGE_BUDGET_S)}  ({kind})")
+        seconds, in_build = alone(page, models), times.get(name)
+        built = "?" if in_build is None else f"{in_build:.1f} s"
+        print(f"  {name:44} {seconds:6.1f} s  {verdict(seconds, PAGE_BUDGET_S)}  ({kind}; build {built})")
+        spent.append(seconds)
         if seconds > PAGE_BUDGET_S:
             over.append(page)
     total = sum(t for t in times.values() if t)
-    print(f"  {'all notebooks':44} {total:6.1f} s  (their sum); pages over budget: {len(over)} {over or ''}")
+    print(
+        f"  {'all notebooks':44} {sum(spent):6.1f} s  alone, {total:.1f} s in the build (their sums); pages over "
+        f"budget: {len(over)} {over or ''}"
+    )
 
 
 def calculator_report():
@@ -281,50 +288,34 @@ def calculator_report():
 
 
 def test_report():
-    """`make test`, timed in two runs: the test files of BUDGETED_SUITE (the budget is for the suite as it stood
-    then; a file that existed then counts whole, with any test added to it later), then the files added
-    since, which report their own time. Both runs use a build folder and a model cache of their own, empty at
-    the start, so the first run builds the site and trains the tiny models, as `make test` does in a fresh
-    clone. Each run's test files run side by side (see the Makefile), so the seconds per file overlap and add up
-    to more than the run's time."""
-    then = files_at(BUDGETED_SUITE)
-    now = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
-    runs = (
-        [
-            (
-                f"the test files of {BUDGETED_SUITE} (the budgeted suite) and the goldens",
-                [f"tests/{n}" for n in now if n in then] + ["tests/golden"],
-                TEST_BUDGET_S,
-            ),
-            ("the test files added since", [f"tests/{n}" for n in now if n not in then], None),
-        ]
-        if then
-        else [("the whole suite (no git history to tell the budgeted suite)", [], None)]
-    )
+    """`make test`, timed whole, against TEST_BUDGET_S: one run with a build folder and a model cache of its own,
+    empty at the start, so it builds the site and trains the tiny models, as `make test` does in a fresh clone.
+    The test files run side by side (see the Makefile), so the seconds per file overlap and add up to more than
+    the run's time."""
     make = shutil.which("make") or "make"
-    total = 0.0
     print(f"make test, as in a fresh clone: no site, no trained model (load {os.getloadavg()[0]:.1f} at the start)")
     with tempfile.TemporaryDirectory(prefix="bench-test-") as tmp:
-        env = {**os.environ, "BOOK_BUILD_DIR": str(Path(tmp) / "build"), "BOOK_CACHE": str(Path(tmp) / "models")}
-        for title, files, budget in runs:
-            report = Path(tmp) / "junit.xml"
-            env["PYTEST_ADDOPTS"] = f"--junitxml={report}"
-            seconds, run = timed([make, "test", f"TESTS={' '.join(files)}"], env=env)
-            per_file = seconds_per_test_file(report) if report.exists() else {}
-            total += seconds
-            tail = [ln for ln in run.stdout.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
-            against = f"budget {budget} s  {verdict(seconds, budget)}" if budget else ""
-            print(f"  {title}: {seconds:.1f} s  {against}")
-            print(
-                f"    {tail[-1] if tail else 'no summary'} (exit {run.returncode}); load {os.getloadavg()[0]:.1f} "
-                "at the end; test time per file (overlapping):"
-            )
-            for name, (count, spent) in sorted(per_file.items(), key=lambda kv: -kv[1][1]):
-                print(f"      {name:44} {spent:7.1f} s  {count:4} tests")
-            for line in run.stdout.splitlines():
-                if line.startswith(("FAILED", "ERROR")):
-                    print(f"    {line[:160]}")
-    print(f"  make test in all: {total:.1f} s\n")
+        report = Path(tmp) / "junit.xml"
+        env = {
+            **os.environ,
+            "BOOK_BUILD_DIR": str(Path(tmp) / "build"),
+            "BOOK_CACHE": str(Path(tmp) / "models"),
+            "PYTEST_ADDOPTS": f"--junitxml={report}",
+        }
+        seconds, run = timed([make, "test"], env=env)
+        per_file = seconds_per_test_file(report) if report.exists() else {}
+        tail = [ln for ln in run.stdout.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
+        print(f"  the whole suite: {seconds:.1f} s  budget {TEST_BUDGET_S} s  {verdict(seconds, TEST_BUDGET_S)}")
+        print(
+            f"    {tail[-1] if tail else 'no summary'} (exit {run.returncode}); load {os.getloadavg()[0]:.1f} "
+            "at the end; test time per file (overlapping):"
+        )
+        for name, (count, spent) in sorted(per_file.items(), key=lambda kv: -kv[1][1]):
+            print(f"      {name:44} {spent:7.1f} s  {count:4} tests")
+        for line in run.stdout.splitlines():
+            if line.startswith(("FAILED", "ERROR")):
+                print(f"    {line[:160]}")
+    print()
 
 
 def pdf_report():
@@ -343,12 +334,6 @@ def pdf_report():
             f"make pdf: {out.stat().st_size / MiB:.1f} MiB, {pages.group(1) if pages else '?'} PDF pages "
             f"from {printed} pages of the book, {seconds:.0f} s (site already built)\n"
         )
-
-
-def files_at(commit):
-    """The test files (test_*.py) the repository held at `commit`, or an empty set without git history."""
-    run = subprocess.run(["git", "ls-tree", "--name-only", commit, "tests/"], cwd=ROOT, capture_output=True, text=True)
-    return {Path(p).name for p in run.stdout.split() if Path(p).name.startswith("test_")}
 
 
 def seconds_per_test_file(junit_xml):
