@@ -147,3 +147,36 @@ def test_mismatch_names_the_variable_and_allows_only_per_kernel_ones():
     assert warm_kernel.mismatch({**request, "env": {**own, "OMP_NUM_THREADS": "1"}}, own) == "OMP_NUM_THREADS differs"
     assert warm_kernel.mismatch({**request, "env": {"PATH": "/bin"}}, own) == "OMP_NUM_THREADS differs"
     assert "another Python" in warm_kernel.mismatch({**request, "executable": "/usr/bin/python9"}, own)
+
+
+def test_a_kernel_that_fails_before_it_starts_is_refused_and_logged(warm, tmp_path):
+    """The launcher waits for the forked kernel to say it started; a child that fails first (here: its launcher
+    is already gone) ends the connection unstarted, so the launcher starts a cold kernel, and the failure is
+    written beside the socket (and printed when the warm process stops)."""
+    folder, env = warm
+    spec = json.loads((folder / "kernels" / "warm-test" / "kernel.json").read_text())
+    socket_path = spec["env"][warm_kernel.SOCKET_VAR]
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    request = {
+        "executable": sys.executable,
+        "cwd": str(tmp_path),
+        "env": env,
+        "path": list(sys.path),
+        "args": ["-f", str(tmp_path / "never.json")],
+        "code": None,
+        "launcher": gone.pid,
+    }
+    with open(os.devnull, "w") as null:  # the child takes these as its streams
+        saved = [os.dup(fd) for fd in (1, 2)]
+        os.dup2(null.fileno(), 1), os.dup2(null.fileno(), 2)
+        try:
+            answer = warm_kernel._ask(socket_path, request)
+        finally:
+            for fd, copy in zip((1, 2), saved):
+                os.dup2(copy, fd)
+                os.close(copy)
+    assert answer == {"refused": "the forked kernel ended before it started"}, answer
+    log = open(socket_path + ".log").read()
+    assert "failed to start" in log and "ProcessLookupError" in log, log
+    os.unlink(socket_path + ".log")

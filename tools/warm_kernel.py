@@ -92,8 +92,7 @@ def serve(path):
             pid = os.fork()
             if pid == 0:
                 listener.close()
-                conn.close()
-                _become_kernel(request, fds)  # never returns
+                _become_kernel(request, fds, conn, path + ".log")  # never returns
             conn.send(json.dumps({"pid": pid}).encode())
         except Exception as error:  # a bad request costs its own kernel (the launcher falls back), not the others
             try:
@@ -106,14 +105,16 @@ def serve(path):
             conn.close()
 
 
-def _become_kernel(request, fds):
+def _become_kernel(request, fds, conn, log):
     """In the forked child: take the launcher's streams, folder, environment and arguments, end with the
-    launcher, and run ipykernel_launcher as `python -m` would (or the request's code, as `python -c` would)."""
+    launcher, tell the launcher on `conn` that it started, and run ipykernel_launcher as `python -m` would (or the
+    request's code, as `python -c` would). A failure before it started is appended to the file `log`, and the
+    launcher, told nothing, starts a cold kernel instead."""
     import random
     import runpy
     import threading
 
-    code = 1
+    code, started = 1, False
     try:
         for number, fd in enumerate(fds):
             os.dup2(fd, number)
@@ -141,6 +142,9 @@ def _become_kernel(request, fds):
             os._exit(1)
 
         threading.Thread(target=end_with_launcher, daemon=True, name="warm-kernel-launcher").start()
+        conn.send(b'{"started": true}')
+        conn.close()
+        started = True
         if code_text is None:
             runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
         else:
@@ -156,6 +160,14 @@ def _become_kernel(request, fds):
         import traceback
 
         traceback.print_exc()
+        if not started:
+            try:
+                with open(log, "a") as f:
+                    f.write(
+                        f"kernel {os.getpid()} for {request.get('args')} failed to start:\n{traceback.format_exc()}"
+                    )
+            except OSError:
+                pass
     finally:
         try:
             sys.stdout.flush()
@@ -173,10 +185,18 @@ def _ask(path, request):
         return {"refused": f"${SOCKET_VAR} is not set"}
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
-            conn.settimeout(30)
+            conn.settimeout(120)
             conn.connect(path)
             socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
-            return json.loads(conn.recv(MESSAGE_MAX) or b'{"refused": "no answer"}')
+            answer = {}
+            # the warm process sends the kernel's pid, the kernel that it started (in either order); the end of the
+            # connection without both is a refusal, or a kernel that died before it started
+            while not ("refused" in answer or {"pid", "started"} <= set(answer)):
+                message = conn.recv(MESSAGE_MAX)
+                if not message:
+                    return {"refused": "the forked kernel ended before it started"}
+                answer.update(json.loads(message))
+            return answer
     except (OSError, ValueError) as error:
         return {"refused": f"no warm process at {path}: {error}"}
 
@@ -249,6 +269,12 @@ class warm:
             self.process.terminate()
             self.process.wait()
         self.process.stdout.close()
+        try:  # kernels that failed to start (each then started cold): said where the run's output shows it
+            with open(self.path + ".log") as f:
+                print(f"warm kernel: {f.read()}", file=sys.stderr, flush=True)
+            os.unlink(self.path + ".log")
+        except OSError:
+            pass
         if self.folder:
             shutil.rmtree(self.folder, ignore_errors=True)
         elif os.path.exists(self.path):
