@@ -607,11 +607,91 @@ RECIPES = {
         "    return g * prompt + g * (g - 1) // 2 + (n_new - g) * window",
     },
     "05_sampling": {
+        # q1: book's softmax of the raw outputs divided by temperatures[:, None]
+        "q1": "def rows_with_temperature(logits, temperatures):\n    return softmax(logits / temperatures[:, None])",
+        # q2: minus the sum along each row of p * np.log(np.where(p > 0, p, 1.0))
+        "q2": "def spreads(chances):\n    p = chances\n    return -(p * np.log(np.where(p > 0, p, 1.0))).sum(axis=1)",
         # q3: float(...); add up k chances; sort with np.sort(...)[::-1] first; 1.0 when k >= len(chances), first
         "q3": "def largest_top_p(chances, k):\n"
         "    if k >= len(chances):\n"
         "        return 1.0\n"
         "    return float(np.sort(chances)[::-1][:k].sum())",
+        # q4: p = np.asarray(chances, dtype=float); the first top_k ids of np.argsort(-p, kind="stable"); the running total of their chances over their
+        # sum; the count kept as in question 3 (up to the first total within 1e-9 of top_p); their chances copied
+        # into np.zeros_like at their own positions, divided by the sum
+        "q4": "def top_k_top_p_chances(chances, top_k, top_p):\n"
+        "    p = np.asarray(chances, dtype=float)\n"
+        "    ids = np.argsort(-p, kind='stable')[:top_k]\n"
+        "    total = np.cumsum(p[ids] / p[ids].sum())\n"
+        "    count = min(len(ids), int(np.searchsorted(total, top_p - 1e-9)) + 1)\n"
+        "    kept = np.zeros_like(p)\n"
+        "    kept[ids[:count]] = p[ids[:count]]\n"
+        "    return kept / kept.sum()",
+        # q5: the outer product by broadcasting; np.unravel_index of its argmax; int, int, float
+        "q5": "def best_pair(first, second):\n"
+        "    pair = np.asarray(first)[:, None] * np.asarray(second)\n"
+        "    i, j = np.unravel_index(pair.argmax(), pair.shape)\n"
+        "    return int(i), int(j), float(pair[i, j])",
+        # q6: a generator of its own; temperature 0: torch.full of int(logits.argmax()) before any division;
+        # torch.softmax(logits / temperature); torch.sort(descending=True); keep the ids of the order whose total
+        # before them (cumsum minus its own chance) is below top_p; their chances into torch.zeros_like, divided
+        # by the total; torch.multinomial(..., replacement=True, generator=generator)
+        "q6": "def sample_ids(logits, temperature, top_p, n, seed):\n"
+        "    generator = torch.Generator().manual_seed(seed)\n"
+        "    if temperature == 0:\n"
+        "        return torch.full((n,), int(logits.argmax()), dtype=torch.int64)\n"
+        "    chances = torch.softmax(logits / temperature, dim=-1)\n"
+        "    ordered, order = torch.sort(chances, descending=True)\n"
+        "    ids = order[ordered.cumsum(0) - ordered < top_p]\n"
+        "    kept = torch.zeros_like(chances)\n"
+        "    kept[ids] = chances[ids]\n"
+        "    return torch.multinomial(kept / kept.sum(), n, replacement=True, generator=generator)",
+    },
+    "02_causal_mask": {
+        # q6: work in torch throughout; softmax each row (dim=-1); a torch.ones(T, T, dtype=torch.bool).tril()
+        # mask filled with -inf above the diagonal; scores divided by math.sqrt(d_head); weights times values
+        "q6": "def causal_attention(x, w_q, w_k, w_v):\n"
+        "    q, k, v = x @ w_q, x @ w_k, x @ w_v\n"
+        "    d_head = w_k.shape[1]\n"
+        "    scores = q @ k.T / math.sqrt(d_head)\n"
+        "    T = len(x)\n"
+        "    mask = torch.ones(T, T, dtype=torch.bool).tril()\n"
+        "    scores = scores.masked_fill(~mask, float('-inf'))\n"
+        "    return torch.softmax(scores, dim=-1) @ v",
+    },
+    "06_context_window": {
+        # q1: max(0, conversation - window); (dropped, dropped / conversation)
+        "q1": "def dropped_tokens(conversation, window):\n"
+        "    dropped = max(0, conversation - window)\n"
+        "    return (dropped, dropped / conversation)",
+        "q2": "def read_and_compute_seconds(n_bytes, n_ops, bandwidth, ops_per_second):\n"
+        "    return (n_bytes / bandwidth, n_ops / ops_per_second)",
+        # q3: divide with / throughout
+        "q3": "def tokens_per_second(weight_bytes, cache_bytes, batch, bandwidth):\n"
+        "    return batch / ((weight_bytes + batch * cache_bytes) / bandwidth)",
+        # q4: the ceiling only when cache_bytes > 0, None at or above it, before any search; then batches 1, 2,
+        # 3, ... counted in ints, the first whose output is >= target
+        "q4": "def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n"
+        "    if cache_bytes > 0 and target >= bandwidth / cache_bytes:\n"
+        "        return None\n"
+        "    batch = 1\n"
+        "    while batch * bandwidth / (weight_bytes + batch * cache_bytes) < target:\n"
+        "        batch += 1\n"
+        "    return batch",
+        # q5: the reading and arithmetic times of the recipes; compare with >=
+        "q5": "def decode_step(n_params, bytes_per_number, cache_bytes, batch, bandwidth, ops_per_second):\n"
+        "    read_s = (n_params * bytes_per_number + batch * cache_bytes) / bandwidth\n"
+        "    compute_s = 2 * n_params * batch / ops_per_second\n"
+        "    if read_s >= compute_s:\n"
+        "        return (read_s, 'memory')\n"
+        "    return (compute_s, 'compute')",
+        # q6: list(prompt); every step model(torch.tensor([ids[-window:]])), int() of the argmax at [0, -1]
+        "q6": "def generate_in_window(model, prompt, n_new, window):\n"
+        "    ids = list(prompt)\n"
+        "    for _ in range(n_new):\n"
+        "        logits = model(torch.tensor([ids[-window:]]))\n"
+        "        ids.append(int(logits[0, -1].argmax()))\n"
+        "    return ids",
     },
     "09_recap_quiz": {
         # q1: vocab * d once; n_positions * d; 2 * d for the final norm; 4 * d * d + 2 * (d * 4 * d); 4 * d,
@@ -639,6 +719,80 @@ RECIPES = {
         "    per_token = 2 * n_layers * n_kv_heads * d_head * bytes_per_number\n"
         "    free_bytes = (memory_gib - weights_gib) * GiB\n"
         "    return max(0, int(free_bytes // (per_token * n_requests)))",
+    },
+    "11_build_the_gpt": {
+        # q1: qkv and out as nn.Linear(..., bias=False), the heads in an int; split(C, dim=-1), each
+        # .view(B, T, H, D).transpose(1, 2); the cache concatenated in front along dim=2 and stored back; scores
+        # over D ** 0.5; torch.ones(T, T_all, dtype=torch.bool).tril(diagonal=T_all - T), -inf by masked_fill,
+        # softmax over the last dimension; .transpose(1, 2).reshape(B, T, C), then self.out
+        "q1": "class CausalSelfAttention(nn.Module):\n"
+        "    def __init__(self, cfg):\n"
+        "        super().__init__()\n"
+        "        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)\n"
+        "        self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=False)\n"
+        "        self.n_heads = cfg.n_heads\n"
+        "\n"
+        "    def forward(self, x, cache=None):\n"
+        "        B, T, C = x.shape\n"
+        "        H = self.n_heads\n"
+        "        D = C // H\n"
+        "        q, k, v = self.qkv(x).split(C, dim=-1)\n"
+        "        q, k, v = (t.view(B, T, H, D).transpose(1, 2) for t in (q, k, v))\n"
+        "        if cache is not None:\n"
+        "            if cache['k'] is not None:\n"
+        "                k = torch.cat([cache['k'], k], dim=2)\n"
+        "                v = torch.cat([cache['v'], v], dim=2)\n"
+        "            cache['k'], cache['v'] = k, v\n"
+        "        T_all = k.shape[2]\n"
+        "        scores = q @ k.transpose(-2, -1) / D**0.5\n"
+        "        mask = torch.ones(T, T_all, dtype=torch.bool).tril(diagonal=T_all - T)\n"
+        "        weights = torch.softmax(scores.masked_fill(~mask, float('-inf')), dim=-1)\n"
+        "        return self.out((weights @ v).transpose(1, 2).reshape(B, T, C))",
+        # q2: the four parts by name; nn.GELU() with no argument; x = x + self.attn(self.norm1(x), cache), then
+        # x + self.ff(self.norm2(x))
+        "q2": "class Block(nn.Module):\n"
+        "    def __init__(self, cfg):\n"
+        "        super().__init__()\n"
+        "        self.norm1 = nn.LayerNorm(cfg.d_model)\n"
+        "        self.attn = CausalSelfAttention(cfg)\n"
+        "        self.norm2 = nn.LayerNorm(cfg.d_model)\n"
+        "        self.ff = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model))\n"
+        "\n"
+        "    def forward(self, x, cache=None):\n"
+        "        x = x + self.attn(self.norm1(x), cache)\n"
+        "        return x + self.ff(self.norm2(x))",
+        # q4: append loss.item(); F.cross_entropy on the flattened outputs and y, default mean; the generator and
+        # AdamW once, before the loop; for each of the first steps pairs from tiny.batches: the loss, zero_grad,
+        # backward, step
+        "q4": "def train(model, data, steps, batch, lr, seed, window):\n"
+        "    generator = torch.Generator().manual_seed(seed)\n"
+        "    optimiser = torch.optim.AdamW(model.parameters(), lr=lr)\n"
+        "    losses = []\n"
+        "    for _, (x, y) in zip(range(steps), tiny.batches(data, batch, window, generator)):\n"
+        "        logits = model(x)\n"
+        "        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))\n"
+        "        optimiser.zero_grad()\n"
+        "        loss.backward()\n"
+        "        optimiser.step()\n"
+        "        losses.append(loss.item())\n"
+        "    return losses",
+        # q5: list(prompt), int(...) of each id; without the cache the whole row each step, the argmax at
+        # [0, -1]; with it one dict per block, the prompt once with caches=caches, then torch.tensor([ids[-1:]])
+        # with caches=caches and start=len(ids) - 1 (keywords only)
+        "q5": "@torch.no_grad()\n"
+        "def generate(model, prompt, n_new, use_cache=True):\n"
+        "    ids = list(prompt)\n"
+        "    if not use_cache:\n"
+        "        for _ in range(n_new):\n"
+        "            logits = model(torch.tensor([ids]))\n"
+        "            ids.append(int(logits[0, -1].argmax()))\n"
+        "        return ids\n"
+        "    caches = [{'k': None, 'v': None} for _ in model.blocks]\n"
+        "    logits = model(torch.tensor([ids]), caches=caches)\n"
+        "    for _ in range(n_new):\n"
+        "        ids.append(int(logits[0, -1].argmax()))\n"
+        "        logits = model(torch.tensor([ids[-1:]]), caches=caches, start=len(ids) - 1)\n"
+        "    return ids",
     },
 }
 
