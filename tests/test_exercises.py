@@ -279,6 +279,11 @@ def public_checks(regenerated):
             path = folder / f"{job['name']}.solved.ipynb"
             nbformat.write(_solution_notebook(regenerated / "autograder" / f"{job['name']}.zip"), path)
             job["solution"] = str(path)
+    return _run_public_checks(spec, folder)
+
+
+def _run_public_checks(spec, folder):
+    """The learner's own `grader.check` on each answer of `spec` (tools/grading/run_public_checks.py), in `folder`."""
     (folder / "spec.json").write_text(json.dumps(spec))
     subprocess.run(
         [
@@ -901,19 +906,7 @@ def test_answers_that_follow_the_recipes_pass_the_public_checks(tmp_path, regene
     ]
     for job in spec:
         nbformat.write(_solution_notebook(regenerated / "autograder" / f"{job['name']}.zip"), job["solution"])
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "tools" / "grading" / "run_public_checks.py"),
-            str(tmp_path / "spec.json"),
-            str(tmp_path / "out.json"),
-        ],
-        check=True,
-        timeout=RUN_TIMEOUT * 10,
-        cwd=tmp_path,
-    )
-    out = json.loads((tmp_path / "out.json").read_text())
+    out = _run_public_checks(spec, tmp_path)
     failed = [
         f"{name} {q}: {run['text']}"
         for name, answers in RECIPES.items()
