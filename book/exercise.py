@@ -22,12 +22,15 @@ them and says what failed in a form a learner can use:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import types
 from collections import Counter
 from pathlib import Path
@@ -106,6 +109,33 @@ def answer_fingerprint(spec, env) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+CHECK_SECONDS = 90  # a public check of any question runs in seconds; past this, the answer does not finish
+
+
+class _TooLong(KeyboardInterrupt):  # doctest catches every exception but KeyboardInterrupt, which it passes on
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    """Stop what runs inside after `seconds` (raising _TooLong), where a timer signal can be had: the main thread
+    of a POSIX process, as a notebook's kernel runs its cells; elsewhere, no limit."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(_signum, _frame):
+        raise _TooLong
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 class Feedback:
     """The outcome of one `grader.check`: shown as a few lines of text (or HTML in a notebook)."""
 
@@ -172,7 +202,20 @@ class Grader:
             for key in [k for k in self.failures if k[0] == question]:
                 del self.failures[key]
         tests = OKTestFile.from_spec(self.tests[question])
-        tests.run(dict(global_env))  # a copy: the checks' own variables do not overwrite the learner's
+        try:
+            with _time_limit(CHECK_SECONDS):
+                tests.run(dict(global_env))  # a copy: the checks' own variables do not overwrite the learner's
+        except _TooLong:
+            self.failures[question, "time"] += 1
+            return Feedback(
+                question,
+                False,
+                [
+                    f"{question}: not yet right (the check stopped after {CHECK_SECONDS:g} s)",
+                    "Your code did not finish: a loop whose condition never turns false, or a search with no end?",
+                    "Interrupt nothing: the check has stopped it. Fix the loop, run its cell, and check again.",
+                ],
+            )
         failed = [(i, r) for i, r in enumerate(tests.test_case_results) if not r.passed]
         if not failed:
             n = len(tests.test_case_results)

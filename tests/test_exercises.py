@@ -915,3 +915,20 @@ def test_answers_that_follow_the_recipes_pass_the_public_checks(tmp_path, regene
         if not run["passed"]
     ]
     assert not failed, "answers that follow the recipes fail grader.check:\n" + "\n\n".join(failed)
+
+
+def test_a_check_of_an_answer_that_never_finishes_stops_and_says_so(monkeypatch):
+    """A search loop with no end made the learner's grader.check hang with no word (a second learner's pass,
+    ex. 6 q4): the check stops after book.exercise.CHECK_SECONDS and says why, and the next answer is checked."""
+    import book.exercise
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setattr(book.exercise, "CHECK_SECONDS", 1)
+    student = ROOT / "exercises" / "02_causal_mask.ipynb"
+    env = _run_first_cell(student.parent, student)
+    exec("def allowed_pairs(n):\n    while True:\n        pass", env)
+    stopped = env["grader"].check("q2", env)
+    assert not stopped.passed and "the check stopped after 1 s" in repr(stopped), repr(stopped)
+    assert "did not finish" in repr(stopped) and "Traceback" not in repr(stopped)
+    exec("def allowed_pairs(n):\n    return n * (n + 1) // 2", env)
+    assert env["grader"].check("q2", env).passed
