@@ -23,9 +23,10 @@ setup: $(STAMP)
 book: setup
 	$(BIN)/python -m tools.built_site
 
-# The tests side by side, one worker per CPU: each test file, and each golden notebook, whole on one worker,
-# the longest first by tests/durations.json and the build before all (see tests/conftest.py); TESTS="tests/test_prose.py tests/golden" runs some of them (tools/bench.py times the
-# suite of issue 12 this way). A plain `.venv/bin/python -m pytest FILE` runs serially, in the same order.
+# The tests side by side, one worker per CPU: each test file whole on one worker, the longest first by
+# tests/durations.json and the build before all (see tests/conftest.py); TESTS="tests/test_prose.py tests/golden"
+# runs some of them (tests/golden/, the goldens under nbval on this machine's path, runs only when named).
+# A plain `.venv/bin/python -m pytest FILE` runs serially, in the same order.
 TESTS ?=
 test: setup lint
 	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --no-loadscope-reorder $(TESTS)

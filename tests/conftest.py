@@ -1,7 +1,11 @@
 """Shared fixtures: the built website. The build test runs first, so a full run builds the book once.
 
-nbval runs the goldens in a kernel of one thread (the spec written below), while the website's build runs the
-chapters at the machine's default thread count: test_thread_count.py compares the two runs' outputs.
+Every page runs twice in `make test`, and each run must print its golden: the website's build, at the machine's
+default thread count on this machine's CPU code path (test_thread_count.py compares its outputs with the
+goldens', cell by cell), and test_cpu_paths.py's nbval run of the goldens on PyTorch's plain path (and AVX2
+where that is not this machine's path), in a kernel of one thread (the spec written below). A third run, nbval
+on the goldens on this machine's own path in one thread, would test nothing the two do not: `make test` leaves
+tests/golden/ out unless it is named (`make test TESTS=tests/golden`, or one golden), as an author reruns a page.
 """
 
 import functools
@@ -39,6 +43,17 @@ def pytest_configure(config):
     os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(_KERNELS), os.environ.get("JUPYTER_PATH")]))
     if hasattr(config.option, "nbval_kernel_name") and not config.option.nbval_kernel_name:
         config.option.nbval_kernel_name = ONE_THREAD_KERNEL
+
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def pytest_ignore_collect(collection_path, config):
+    """tests/golden/ is collected only when a path given on the command line is in it (see the docstring)."""
+    if collection_path != GOLDEN:
+        return None
+    named = [Path(arg.split("::")[0]).resolve() for arg in config.args]
+    return not any(path == GOLDEN or GOLDEN in path.parents for path in named)
 
 
 WARM_SOCKET = _KERNELS / "warm.socket"

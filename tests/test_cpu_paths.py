@@ -1,15 +1,17 @@
-"""The chapters that compute with PyTorch (train, sample, time) print the same on any CPU code path, not only on
-this machine's.
+"""Every page prints its golden on PyTorch's plain CPU code path, in a kernel of one thread, and the chapters that
+compute with PyTorch (train, sample, time) print it on the other x86 paths too, not only on this machine's.
 
 PyTorch picks its kernels by processor (AVX-512, AVX2, ARM's NEON, a plain path), and so do oneDNN and
-MKL; each adds in its own order and rounds differently. The goldens' own nbval run uses this machine's
-path; here the same goldens run again, each path in a fresh model cache (so the tiny models the pages load
-are trained on that path), with nbval, and every output must equal the golden:
+MKL; each adds in its own order and rounds differently. The website's build runs every page on this machine's
+path, at its default thread count, and test_thread_count.py holds its outputs to the goldens'; here the same
+goldens run again, each path in a fresh model cache (so the tiny models the pages load are trained on that
+path), with nbval in the one-thread kernel of conftest.py, and every output must equal the golden:
 
 - plain: PyTorch's default kernels, oneDNN held to SSE4.1 and MKL in its compatible mode, the path any
-  x86-64 processor can follow (ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_CBWR=COMPATIBLE);
+  x86-64 processor can follow (ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_CBWR=COMPATIBLE),
+  with every page: so each page is also run in one thread, where the build runs it in the machine's default;
 - avx2 and avx512: PyTorch's vector kernels of those widths, where the processor has them and they are
-  not already the path of the goldens' run.
+  not already the path of the build's run, with the pages that compute with PyTorch.
 
 Before the pages of a path run, one process trains into its cache what they will load, each model once: the
 masked run of tiny.STEPS, keeping on the way the 100-step run that chapter 1's lesson shows (tiny.trained_model's
@@ -18,14 +20,14 @@ also trains the whole unmasked run, keeping the tiny.RETRAIN_STEPS steps that ch
 that the shipped weights of the unmasked model (book/data/tiny_unmasked.pt) are what its recipe trains there,
 bit for bit: the whole run's losses and weights, and the kept first steps' losses. On the other paths chapter
 2's lab retrains its tiny.RETRAIN_STEPS steps itself.
-Timing cells (nbval-ignore-output) are left out, as in the goldens' run; the sanitizers of
+Timing cells (nbval-ignore-output) are left out, as in the build's comparison; the sanitizers of
 tests/sanitize.cfg apply.
 
 The pages of one path run one after the other in one kernel of one thread (one notebook of all their cells,
 `one_notebook`), not each in a kernel of its own: a kernel imports torch, matplotlib and torch._dynamo once
-instead of once a page. That a page prints its golden from a fresh kernel is the goldens' own nbval run; here
-the question is the code path, and between two pages the kernel is put back as a fresh one holds it (the
-user's names deleted, numpy's and torch's print options, torch's default dtype, grad mode and threads, no
+instead of once a page. That a page prints its golden from a fresh kernel is the build's run; here the question
+is the code path and the thread count, and between two pages the kernel is put back as a fresh one holds it
+(the user's names deleted, numpy's and torch's print options, torch's default dtype, grad mode and threads, no
 figure open, the goldens' folder as working directory: FRESH_PAGE), so no page sees what another left.
 """
 
@@ -50,6 +52,7 @@ TORCH_USES = ("import torch", "tiny.trained_model(")
 CHAPTERS = [
     name for name in chapter_names() if any(use in (ROOT / "chapters" / f"{name}.md").read_text() for use in TORCH_USES)
 ]
+PAGES = {"plain": chapter_names()}  # the pages each path runs: the plain path every one (one thread), others CHAPTERS
 PATHS = {
     "plain": tiny.PLAIN_PATH,  # the path the unmasked run ships from
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"},
@@ -153,8 +156,8 @@ def test_the_goldens_print_the_same_on_another_cpu_path(path, tmp_path):
     if taken != CAPABILITY[path]:
         pytest.skip(f"this processor has no {path} path (PyTorch falls back to {taken})")
     if path != "plain" and taken == native:
-        pytest.skip(f"{path} is this machine's own path: the goldens' nbval run covers it")
-    notebook, origin = one_notebook(CHAPTERS, tmp_path)
+        pytest.skip(f"{path} is this machine's own path: the build's run covers it (test_thread_count.py)")
+    notebook, origin = one_notebook(PAGES.get(path, CHAPTERS), tmp_path)
     prepared = subprocess.run(
         [sys.executable, "-c", PREPARE + (SHIPPED_CHECK if path == "plain" else "")],
         cwd=ROOT,

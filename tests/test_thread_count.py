@@ -1,11 +1,12 @@
 """The chapters print the same figures whatever the number of threads.
 
-Two executions of every chapter already happen in `make test`, so this check costs no third one:
+Two executions of every page happen in `make test`, so this check costs no third one:
 
-- nbval runs the goldens in a kernel limited to one thread for numpy's BLAS and torch (the kernel spec
-  `python3-one-thread` that conftest.py writes and hands to nbval);
-- the website's build executes the chapters with the machine's default thread count (two on the CI
-  machine), and here each build notebook's printed output must equal its golden's, cell by cell.
+- test_cpu_paths.py runs every golden under nbval on PyTorch's plain path in a kernel limited to one thread
+  for numpy's BLAS and torch (the kernel spec `python3-one-thread` that conftest.py writes);
+- the website's build executes the pages with the machine's default thread count (two on the CI machine),
+  on this machine's own code path, and here each build notebook's printed output must equal its golden's,
+  cell by cell (the goldens are written by `make golden` at the default thread count too).
 
 So an output that depends on how a sum is split across threads fails one of the two. Timing cells (tagged
 nbval-ignore-output) are left out, as nbval leaves them out; the sanitizers of tests/sanitize.cfg apply.
@@ -66,7 +67,8 @@ def test_the_build_at_the_default_thread_count_prints_what_the_golden_does(site,
 
 
 def test_nbval_runs_the_goldens_in_a_one_thread_kernel(pytestconfig):
-    """nbval is handed the one-thread kernel, and a kernel of that spec has one thread for torch and numpy."""
+    """nbval is handed the one-thread kernel (test_cpu_paths.py names it too), and a kernel of that spec has one
+    thread for torch and numpy."""
     from jupyter_client.manager import start_new_kernel
 
     assert pytestconfig.option.nbval_kernel_name == conftest.ONE_THREAD_KERNEL
