@@ -81,10 +81,14 @@ def test_an_interrupt_reaches_a_forked_kernel(warm, tmp_path):
     manager, client = start_new_kernel(kernel_name="warm-test", env=env, cwd=str(tmp_path), startup_timeout=120)
     try:
         msg_id = client.execute("import sys, time; print('forked', 'torch' in sys.modules); time.sleep(60)")
-        time.sleep(1)
+        # interrupt once the cell runs (its first line printed), not before: on a loaded machine a second can pass
+        while "forked" not in client.get_iopub_msg(timeout=60)["content"].get("text", ""):
+            pass
         manager.interrupt_kernel()
         reply = client.get_shell_msg(timeout=30)
-        assert reply["parent_header"]["msg_id"] == msg_id
+        while reply["parent_header"].get("msg_id") != msg_id:  # a late reply to start_new_kernel's kernel_info
+            assert reply["msg_type"] == "kernel_info_reply", reply["msg_type"]
+            reply = client.get_shell_msg(timeout=30)
         assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
     finally:
         client.stop_channels()
