@@ -28,6 +28,10 @@ book: setup
 # runs some of them (tests/golden/, the goldens under nbval on this machine's path, runs only when named).
 # A plain `.venv/bin/python -m pytest FILE` runs serially, in the same order.
 TESTS ?=
+# The tests' processes may keep Python's bytecode caches (__pycache__/, git-ignored): where the environment says
+# PYTHONDONTWRITEBYTECODE, every worker, kernel and inner pytest compiles the course's modules again and pytest
+# rewrites its plugins' asserts again (about 2 CPU s a pytest process).
+test check: export PYTHONDONTWRITEBYTECODE =
 test: setup lint
 	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --no-loadscope-reorder $(TESTS)
 
