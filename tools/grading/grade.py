@@ -62,6 +62,7 @@ ROOT = Path(__file__).resolve().parents[2]
 AUTOGRADER = ROOT / "autograder"
 RUNNER = Path(__file__).resolve().parent / "grade_runner.py"
 TIMEOUT = 120  # seconds per submission; a solved notebook takes a few
+PROBE_SHARE = 4  # a call on one hidden input may take this share of them: a question too slow costs only itself
 MAX_OUTPUT = 32 * 2**20  # bytes of answers read from one sandbox
 MAX_NOTEBOOK = 32 * 2**20  # bytes of a submitted notebook
 MAX_CELL = 2000  # characters in one CSV cell (Python's csv reader accepts 131,072)
@@ -176,7 +177,7 @@ def run_notebook(
             "/grading/grade_runner.py",
             "/grading/submission.ipynb",
             "/grading/probes.py",
-            *(["--with-args"] if with_args else []),
+            *(["--with-args"] if with_args else ["--probe-seconds", f"{timeout / PROBE_SHARE:g}"]),
         ]
         outcome = sandbox.run(argv, grading, output, timeout)
         run = (read or _read_output)(outcome.stdout)
@@ -264,6 +265,7 @@ VERDICT_KINDS = {
     "timeout": "the run ended at the time limit before this question was answered",
     "not-called": "the notebook stopped before the function was called",
     "unreadable": "an answer the grader cannot read",
+    "too-slow": "a call on one hidden input did not return within its share of the time limit",
     "raised": "the function raised",
     "missing": "no function of that name",
     "wrong": "an answer or a property differs from the solution's",
@@ -299,6 +301,30 @@ class Verdict:
         return {"score": self.score, "function": self.function, "kind": self.kind, "on": self.on, "why": self.why}
 
 
+class _Unanswered(judge.Wrong):
+    def __init__(self, kind, why):
+        super().__init__(why)
+        self.kind = kind
+
+
+def _answer(run: Run, i: int):
+    """The decoded answer of probe i, or raise _Unanswered with the kind and reason of its absence."""
+    if i not in run.answers:
+        if run.timed_out:
+            raise _Unanswered("timeout", "did not finish within the time limit")
+        raise _Unanswered("not-called", "was never called: the notebook stopped before")
+    if judge.is_too_slow(run.answers[i]):
+        raise _Unanswered(
+            "too-slow",
+            f"did not return within {run.answers[i]['too_slow']:g} s on one hidden input (a loop where a formula "
+            "or a faster method would do?); the other questions were still graded",
+        )
+    try:
+        return judge.decode(run.answers[i])
+    except (judge.Malformed, RecursionError, TypeError, ValueError, OverflowError):
+        raise _Unanswered("unreadable", "gave an answer the grader cannot read") from None
+
+
 def judge_run(exercise: Exercise, reference: Reference, questions_of: list[Probe], run: Run) -> dict[str, Verdict]:
     """{question: Verdict} for one run, decided here from its printed answers.
 
@@ -314,20 +340,7 @@ def judge_run(exercise: Exercise, reference: Reference, questions_of: list[Probe
             if not probes:
                 kind = "no-probe"
                 raise judge.Wrong("has no hidden test")  # a broken master; never a free point
-            got = []
-            for i, _ in probes:
-                if i not in run.answers:
-                    kind = "timeout" if run.timed_out else "not-called"
-                    raise judge.Wrong(
-                        "did not finish within the time limit"
-                        if run.timed_out
-                        else "was never called: the notebook stopped before"
-                    )
-                try:
-                    got.append(judge.decode(run.answers[i]))
-                except (judge.Malformed, RecursionError, TypeError, ValueError, OverflowError):
-                    kind = "unreadable"
-                    raise judge.Wrong("gave an answer the grader cannot read") from None
+            got = [_answer(run, i) for i, _ in probes]
             want = [reference.answers[i] for i, _ in probes]
             args = [reference.args[i] for i, _ in probes]
             for (_, probe), g in zip(probes, got):  # the same message for these whatever the check
@@ -346,6 +359,7 @@ def judge_run(exercise: Exercise, reference: Reference, questions_of: list[Probe
                     judge.same(g, w)
             out[q] = Verdict(q, 1.0, function)
         except judge.Wrong as wrong:
+            kind = wrong.kind if isinstance(wrong, _Unanswered) else kind
             out[q] = Verdict(q, 0.0, function, kind, judge.clean(wrong, MAX_REASON), on)
     return out
 

@@ -1,6 +1,6 @@
 """Inside the sandbox: run a notebook's code, call its functions on the hidden inputs, print the answers.
 
-    python grade_runner.py NOTEBOOK.ipynb PROBES.py
+    python grade_runner.py NOTEBOOK.ipynb PROBES.py [--with-args] [--probe-seconds S]
 
 This script decides nothing. It runs every code cell of the notebook in order (a cell
 that raises is recorded and the next one runs), then executes PROBES.py, which lists
@@ -12,11 +12,16 @@ to the standard output it was started with, as plain data with its exact type
 A trusted process outside the sandbox (tools/grading/grade.py) compares them with the answers of
 the solution. Whatever the notebook patches in this interpreter, it can change only
 what is printed here, never the verdict.
+
+With --probe-seconds, a call that has not returned after S seconds is stopped (a timer's signal) and its answer
+is `{"too_slow": S}`, as are the question's later calls, which are not made: a question whose answer is too slow
+for one input costs that question, and the time left goes to the others.
 """
 
 import copy
 import json
 import os
+import signal
 import sys
 import types
 
@@ -112,7 +117,15 @@ def encode(x, depth=0):  # noqa: C901 (one branch per type the channel carries)
     return {"other": f"{t.__module__}.{t.__qualname__}"}
 
 
-def main(notebook_path, probes_path, with_args=False):
+class _TooSlow(BaseException):
+    """Raised in a call by the timer of --probe-seconds."""
+
+
+def _stop(signum, frame):
+    raise _TooSlow
+
+
+def main(notebook_path, probes_path, with_args=False, probe_seconds=None):
     out = os.fdopen(os.dup(1), "w")  # the answers' channel; the notebook's own prints go nowhere
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -144,17 +157,29 @@ def main(notebook_path, probes_path, with_args=False):
     probe_space = {"__name__": "probes"}
     with open(probes_path, encoding="utf-8") as f:
         exec(compile(f.read(), "probes.py", "exec"), probe_space)
+    too_slow = set()  # the questions a call of which ran out of time
     for index, record in enumerate(probe_space["PROBES"]):
         question, function, args, driver = record[:4]  # a 5th item, a description, is for the grader only
         extra = {"args": encode(args)} if with_args else {}
         fn = namespace.get(function)
-        if not callable(fn):
+        if question in too_slow:
+            answer = {"too_slow": probe_seconds}
+        elif not callable(fn):
             answer = {"missing": function}
         else:
             try:
-                args = copy.deepcopy(args)
-                value = driver(fn, *args) if driver else fn(*args)
+                if probe_seconds:  # set again before each call: a cell may have replaced the handler
+                    signal.signal(signal.SIGALRM, _stop)
+                    signal.setitimer(signal.ITIMER_REAL, probe_seconds)
+                try:
+                    args = copy.deepcopy(args)
+                    value = driver(fn, *args) if driver else fn(*args)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
                 answer = encode(value)
+            except _TooSlow:
+                too_slow.add(question)
+                answer = {"too_slow": probe_seconds}
             except BaseException as err:
                 answer = {"raised": _one_line(err)}
         emit({"probe": index, "question": question, "answer": answer, **extra})
@@ -164,4 +189,6 @@ def main(notebook_path, probes_path, with_args=False):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], "--with-args" in sys.argv[3:])
+    flags = sys.argv[3:]
+    seconds = float(flags[flags.index("--probe-seconds") + 1]) if "--probe-seconds" in flags else None
+    main(sys.argv[1], sys.argv[2], "--with-args" in flags, seconds)

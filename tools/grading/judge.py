@@ -105,6 +105,16 @@ def _array(spec, dtypes):
     return np.array(data, dtype=np_dtype).reshape(shape)
 
 
+def is_too_slow(obj: object) -> bool:
+    """The runner's record of a call stopped by its --probe-seconds timer: `{"too_slow": seconds}`."""
+    return (
+        isinstance(obj, dict)
+        and list(obj) == ["too_slow"]
+        and type(obj["too_slow"]) in (int, float)
+        and 0 < obj["too_slow"] < 1e6
+    )
+
+
 def decode(obj: object) -> object:
     """The value an encoded answer describes, with its exact type; raises Malformed on anything else (numbers
     too large for their type included)."""
