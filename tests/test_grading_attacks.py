@@ -550,16 +550,23 @@ def test_judge_wants_the_exact_type():
 
 
 HONEST_WORK = "total = 0\nfor i in range(8_000_000):\n    total += i  # a second of pure Python"
-IDLE_SECONDS = 12  # the idle neighbour's time limit: it outlives the three honest notebooks graded beside it
-NEIGHBOURS = {
-    "idle": "import time\ntime.sleep(3600)",
-    "hog": "import os\nfor _ in range(60):\n    if os.fork() == 0:\n        break\nwhile True:\n    pass",
-}
+NEIGHBOUR_SECONDS = 12  # the time limit in these batches: the idle neighbour outlives the honest notebooks beside it
+IDLE = "import time\ntime.sleep(3600)"
+HOG = """import os, time
+end, child = time.monotonic() + {seconds}, False
+for _ in range(60):
+    if os.fork() == 0:
+        child = True
+        break
+while time.monotonic() < end:
+    pass
+if child:
+    os._exit(0)"""
 
 
-def _beside(mode, neighbour, seconds, n_honest):
+def _beside(mode, neighbour, lasts, n_honest):
     """The seconds of each honest notebook (of `n_honest`, graded one after another) that ended while the
-    `neighbour` sandbox, graded beside them (two jobs) with a time limit of `seconds`, still ran."""
+    `neighbour` cell, graded beside them (two jobs), still ran (it `lasts` that many seconds)."""
     with zipfile.ZipFile(ROOT / "autograder" / f"{EXERCISE}.zip") as z:
         solved = nbformat.reads(z.read("grading/solution.ipynb").decode(), as_version=4)
     tmp = Path(tempfile.mkdtemp(prefix=f"hog-{mode}-"))
@@ -569,7 +576,7 @@ def _beside(mode, neighbour, seconds, n_honest):
         folder.mkdir()
         out.parent.mkdir()
         nb = copy.deepcopy(solved)
-        nb.cells.insert(1, nbformat.v4.new_code_cell(NEIGHBOURS[neighbour]))
+        nb.cells.insert(1, nbformat.v4.new_code_cell(neighbour))
         nbformat.write(nb, folder / "a_neighbour.ipynb")  # first: it starts with the first honest one
         for i in range(n_honest):
             nb = copy.deepcopy(solved)
@@ -580,18 +587,17 @@ def _beside(mode, neighbour, seconds, n_honest):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp)}
         uncapped = ["--uncapped-memory"] if mode == "user" and not _capped_as(mode) else []
         result = run_grader(
-            [EXERCISE, folder, out, "--timeout", seconds, "--jobs", 2, *uncapped], mode, env, timeout=600
+            [EXERCISE, folder, out, "--timeout", NEIGHBOUR_SECONDS, "--jobs", 2, *uncapped], mode, env, timeout=600
         )
         assert result.returncode == 0, result.stderr[-2000:]
         rows = {r["submission"]: r for r in _read_rows(out)}
         honest = [rows[f"honest_{i}.ipynb"] for i in range(n_honest)]
         for row in honest:
             assert row["status"] == "graded" and row["total"] == row["possible"] == 6, row["reason"]
-        assert rows["a_neighbour.ipynb"]["status"] == "timeout", f"the {neighbour} neighbour did not last"
         # the honest ones run one after another beside the neighbour (two jobs): those that ended while it
-        # lasted count (the first does whenever it ends within the neighbour's limit)
+        # lasted count (the first does whenever it ends within the neighbour's life)
         ended = [sum(r["seconds"] for r in honest[: i + 1]) for i in range(n_honest)]
-        return [r["seconds"] for r, end in zip(honest, ended) if end < seconds]
+        return [r["seconds"] for r, end in zip(honest, ended) if end < lasts], rows["a_neighbour.ipynb"]
     finally:
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
@@ -602,20 +608,23 @@ def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
     most twice as long as beside a sandbox that sleeps, measured in the same run (a CPU cgroup as root, the
     sandbox's own scheduling autogroup and no setsid as an ordinary user).
 
-    Beside the idle sandbox, the fastest of three honest notebooks is the measure (a burst of the suite's other
-    worker, a browser test say, slows one notebook). The hog then lives only as long as the test needs: twice
-    that time and 2 s (the two sandboxes start a moment apart), so that the first honest notebook beside it ends
-    within its life whenever it keeps to twice its pace; of those that end within it, the fastest counts."""
+    Beside the idle sandbox (asleep to its time limit), the fastest of three honest notebooks is the measure (a
+    burst of the suite's other worker, a browser test say, slows one notebook). The hog then spins only as long as
+    the test needs: twice that time and 2 s (the two sandboxes start a moment apart), so that the first honest
+    notebook beside it ends within the hog's life whenever it keeps to twice its pace; of those that end within
+    it, the fastest counts."""
     if mode == "root" and os.geteuid() != 0:
         pytest.skip("the suite runs as an ordinary user: the root batch needs root")
     if not sandbox.bwrap_path():
         unavailable(sandbox.INSTALL_HINT)
-    beside_idle = _beside(mode, "idle", IDLE_SECONDS, 3)
-    assert beside_idle, f"the first honest notebook outlasted its idle neighbour's {IDLE_SECONDS} s"
+    beside_idle, neighbour = _beside(mode, IDLE, NEIGHBOUR_SECONDS, 3)
+    assert neighbour["status"] == "timeout", f"the idle neighbour did not sleep to its limit: {neighbour['reason']}"
+    assert beside_idle, f"the first honest notebook outlasted its idle neighbour's {NEIGHBOUR_SECONDS} s"
     idle = min(beside_idle)
-    hog_seconds = round(2 * idle + 2, 1)
-    beside_hog = _beside(mode, "hog", hog_seconds, 2)
-    assert beside_hog, f"beside a hog, the first honest notebook took more than {hog_seconds} s: over twice {idle} s"
+    lasts = round(2 * idle + 2, 1)
+    beside_hog, neighbour = _beside(mode, HOG.format(seconds=lasts), lasts, 2)
+    assert neighbour["status"] == "graded" and neighbour["seconds"] >= lasts, f"the hog did not spin {lasts} s"
+    assert beside_hog, f"beside a hog, the first honest notebook took more than {lasts} s: over twice {idle} s"
     hog = min(beside_hog)
     ratio = hog / idle
     print(f"{mode}: honest notebook {idle:.1f} s beside an idle sandbox, {hog:.1f} s beside a hog: {ratio:.2f}x")
