@@ -21,6 +21,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -111,10 +112,10 @@ class Tracker:
         return found
 
     def close(self):
-        """Kill what is left (the test has seen it) and remove the cgroup."""
+        """Kill what is left (the test has seen it) and remove the cgroup (the kernel may take a moment to empty it)."""
         if self.folder is None:
             return
-        for _ in range(50):
+        for _ in range(200):
             pids = self.pids()
             if not pids:
                 break
@@ -123,13 +124,16 @@ class Tracker:
                     os.kill(pid, 9)
                 except OSError:
                     pass
-            os.sched_yield()
-        for folder in sorted(self.folder.rglob("*"), reverse=True) + [self.folder]:
-            if folder.is_dir():
+            time.sleep(0.05)
+        for folder in [*sorted((p for p in self.folder.rglob("*") if p.is_dir()), reverse=True), self.folder]:
+            for _ in range(100):
                 try:
                     folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
                 except OSError:
-                    pass
+                    time.sleep(0.05)
 
 
 def _write_pid(procs):
