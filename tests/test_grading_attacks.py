@@ -15,14 +15,18 @@ notebook, nothing outside the sandboxes changes, and no process is left behind.
 
 It adds the attacks of a hostile student on the instructor's machine, and the batch runs twice,
 as root and as an ordinary user (tests/attacks/as_user.py; run by an ordinary user, only as that user),
-each time through `tools/grading/grade.py`'s command line with a secret planted in its environment. Held
+every case in both but the endless loop and the C loop, graded by the ordinary user's batch alone (they spin
+a CPU to the time limit and are stopped as any hang is, whoever runs the grader: the spinners, a hang of many
+processes, are in both), each time through `tools/grading/grade.py`'s command line with a secret planted in its environment. Held
 means: no command ran on the host (the core_pattern attack's marker file is absent and
 /proc/sys/kernel/core_pattern is unchanged, restored if not), the secret is nowhere in the CSV or the
 terminal output, the batch ends with a row per folder entry (FIFO, links, names not in UTF-8, names
 a spreadsheet would run, control characters), the CSV reads with `csv`'s default field limit, no
-process is left (none of the sandbox's host uid, none of the spinners), no reason shows a hidden
-input, and the seccomp filter refuses what it lists. Beside a CPU hog, honest notebooks get full
-marks and take at most twice as long as beside an idle neighbour, measured in the same run.
+process is left (none in a cgroup that the grader joins before it starts, which holds every process the
+batch starts, whatever its uid, and which none can leave; without one, as an ordinary user, none of the
+spinners), no reason shows a hidden input, and the seccomp filter refuses what it lists. Beside a CPU hog, honest notebooks get full
+marks and take at most twice as long as beside an idle neighbour, measured in the same run (the hog spins
+only as long as that takes: twice the idle time and 2 s).
 
 Needs Debian's bubblewrap: skipped with a message on a machine without it, failed under CI.
 """
