@@ -693,14 +693,21 @@ def _forged_output(tmp_path, lines):
     return path
 
 
+@functools.cache
+def _judged_exercise():
+    """Exercise 9, its reference answers (one sandboxed run of the solution) and probes, shared by the forged
+    answers below: each is judged afresh against them."""
+    exercise = grade.load_exercise(ROOT / "autograder" / f"{EXERCISE}.zip")
+    reference = grade.reference_answers(exercise, 120)
+    return exercise, reference, grade.probe_functions(exercise, reference)
+
+
 @pytest.mark.parametrize("forged", ["huge_shape", "colliding_probes", "dict_of_colliding_keys"])
 def test_a_pathological_answer_costs_only_its_own_row(forged, tmp_path):
     """Third round: answers forged to freeze the trusted side (a shape of 600,000 dimensions, probe indices or
     dict keys that are all multiples of 2**61 - 1, which collide in Python's hash table) are refused or judged
     in a bounded child within seconds, and only that submission loses its points."""
-    exercise = grade.load_exercise(ROOT / "autograder" / f"{EXERCISE}.zip")
-    reference = grade.reference_answers(exercise, 120)
-    questions_of = grade.probe_functions(exercise, reference)
+    exercise, reference, questions_of = _judged_exercise()
     big = 2**61 - 1
     records = {
         "huge_shape": [{"probe": 0, "answer": {"ndarray": {"dtype": "float64", "shape": [9] * 600_000, "data": []}}}],
