@@ -15,14 +15,18 @@ notebook, nothing outside the sandboxes changes, and no process is left behind.
 
 It adds the attacks of a hostile student on the instructor's machine, and the batch runs twice,
 as root and as an ordinary user (tests/attacks/as_user.py; run by an ordinary user, only as that user),
-each time through `tools/grading/grade.py`'s command line with a secret planted in its environment. Held
+every case in both but the endless loop and the C loop, graded by the ordinary user's batch alone (they spin
+a CPU to the time limit and are stopped as any hang is, whoever runs the grader: the spinners, a hang of many
+processes, are in both), each time through `tools/grading/grade.py`'s command line with a secret planted in its environment. Held
 means: no command ran on the host (the core_pattern attack's marker file is absent and
 /proc/sys/kernel/core_pattern is unchanged, restored if not), the secret is nowhere in the CSV or the
 terminal output, the batch ends with a row per folder entry (FIFO, links, names not in UTF-8, names
 a spreadsheet would run, control characters), the CSV reads with `csv`'s default field limit, no
-process is left (none of the sandbox's host uid, none of the spinners), no reason shows a hidden
-input, and the seccomp filter refuses what it lists. Beside a CPU hog, honest notebooks get full
-marks and take at most twice as long as beside an idle neighbour, measured in the same run.
+process is left (none in a cgroup that the grader joins before it starts, which holds every process the
+batch starts, whatever its uid, and which none can leave; without one, as an ordinary user, none of the
+spinners), no reason shows a hidden input, and the seccomp filter refuses what it lists. Beside a CPU hog, honest notebooks get full
+marks and take at most twice as long as beside an idle neighbour, measured in the same run (the hog spins
+only as long as that takes: three times the idle time and 1 s).
 
 Needs Debian's bubblewrap: skipped with a message on a machine without it, failed under CI.
 """
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -48,14 +53,15 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-from attacks.as_user import ORDINARY_UID, give_to_ordinary_user, run_grader  # tests/attacks/, on pytest's path
+from attacks.as_user import ORDINARY_UID, Tracker, give_to_ordinary_user, run_grader  # tests/attacks/, on pytest's path
 from attacks.cases import CASES
 from conftest import unavailable  # a missing sandbox: fail under CI, skip on a reader's machine
 
 from tools.grading import grade, sandbox
 
 EXERCISE = "09_recap_quiz"
-TIMEOUT = 12  # seconds per submission in this batch; a solved notebook of exercise 9 needs about 1
+TIMEOUT = 6  # seconds per submission in this batch; a solved notebook of exercise 9 needs under 1 (about 2 as an
+# ordinary user at nice 5 on 2 cores under a load of 20), the slowest case that ends by itself about as much
 JOBS = 2
 MARKER = "attack-suite-background-marker"
 SPINNER = "attack-suite-spinner-marker"
@@ -74,28 +80,40 @@ def _fingerprint(*folders, skip=()):
     return out
 
 
-def _our_processes(uids=()):
-    """Processes whose command line carries an attack's marker, or that run as one of `uids`."""
+def _our_processes(tracker, uids=()):
+    """The processes the batch started that still run: those in `tracker`'s cgroup, whatever their uid; without
+    one (an ordinary user runs the suite), those whose command line carries an attack's marker or that run as one
+    of `uids`."""
     found = []
+    tracked = tracker.pids() if tracker.folder is not None else None
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
                 cmdline = (proc / "cmdline").read_bytes()
-                if MARKER.encode() in cmdline or SPINNER.encode() in cmdline or proc.stat().st_uid in uids:
-                    found.append(f"{proc.name} {cmdline[:80]!r}")
+                if tracked is not None:
+                    ours = int(proc.name) in tracked
+                else:
+                    ours = MARKER.encode() in cmdline or SPINNER.encode() in cmdline or proc.stat().st_uid in uids
+                if ours:
+                    found.append(f"{proc.name} uid {proc.stat().st_uid} {cmdline[:80]!r}")
             except OSError:
                 pass
     return found
 
 
-def _notebooks(folder, paths):
-    """Write every case as a notebook in `folder`; return {case name: case}."""
+def _mode_cases(mode):
+    """The cases that the batch of `mode` grades (see `modes` in tests/attacks/cases.py)."""
+    return [case for case in CASES if mode in case.get("modes", MODES)]
+
+
+def _notebooks(folder, paths, mode):
+    """Write every case of `mode`'s batch as a notebook in `folder`; return {file name: case}."""
     zip_path = ROOT / "autograder" / f"{EXERCISE}.zip"
     with zipfile.ZipFile(zip_path) as z:
         solved = nbformat.reads(z.read("grading/solution.ipynb").decode(), as_version=4)
     blank = nbformat.read(ROOT / "exercises" / f"{EXERCISE}.ipynb", as_version=4)
     cases = {}
-    for case in CASES:
+    for case in _mode_cases(mode):
         target = folder / f"{case['name']}.ipynb"
         if case["base"] is None:
             target.write_text(case["raw"])
@@ -158,6 +176,7 @@ def _read_rows(out):
     return table
 
 
+@functools.cache
 def _capped_as(mode):
     """Whether the grader, run in `mode`, can cap a sandbox's total memory (a cgroup of its own)."""
     if mode == "root" and os.geteuid() == 0:
@@ -183,7 +202,8 @@ def batch(request):
     folder, out, canary, escape = tmp / "submissions", tmp / "results" / "grades.csv", tmp / "canary", tmp / "escape"
     folder.mkdir()
     out.parent.mkdir()
-    cases = _notebooks(folder, {"ROOT": ROOT, "SUBMISSIONS": folder, "OUT": out, "CANARY": canary, "ESCAPE": escape})
+    paths = {"ROOT": ROOT, "SUBMISSIONS": folder, "OUT": out, "CANARY": canary, "ESCAPE": escape}
+    cases = _notebooks(folder, paths, mode)
     folder_cases = _folder_attacks(folder)
     if mode == "user":
         give_to_ordinary_user(folder, out.parent)
@@ -198,12 +218,17 @@ def batch(request):
         "CI_SECRET": SECRET,
         "PYTHONIOENCODING": "ascii",
     }  # a terminal that cannot print every reason
+    tracker = Tracker()  # the cgroup that holds every process the batch starts
     try:
         started = time.monotonic()
         try:
             uncapped = ["--uncapped-memory"] if mode == "user" and not _capped_as(mode) else []
             result = run_grader(
-                [EXERCISE, folder, out, "--timeout", TIMEOUT, "--jobs", JOBS, *uncapped], mode, env, timeout=900
+                [EXERCISE, folder, out, "--timeout", TIMEOUT, "--jobs", JOBS, *uncapped],
+                mode,
+                env,
+                timeout=900,
+                tracker=tracker,
             )
         finally:
             if CORE_PATTERN.read_bytes() != core_pattern and os.geteuid() == 0:
@@ -240,13 +265,14 @@ def batch(request):
             after=_fingerprint(*watched),
             csv_after_batch=csv_after_batch,
             table=table,
-            leftovers=_our_processes(uids),
+            leftovers=_our_processes(tracker, uids),
             tmp=tmp,
             core_pattern_changed=core_pattern_changed,
             submissions_before=submissions_before,
             submissions_after={p.name: p.lstat().st_mtime_ns for p in folder.iterdir()},
         )
     finally:
+        tracker.close()
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
@@ -266,8 +292,23 @@ def test_honest_notebooks_get_full_marks(batch, name):
     assert row["status"] == "graded" and row["total"] == row["possible"] == 6, row["reason"] or row["warnings"]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+BOTH = [c for c in CASES if "modes" not in c]
+USER_ONLY = [c for c in CASES if c.get("modes") == ("user",)]
+assert len(BOTH) + len(USER_ONLY) == len(CASES), "a case graded by the root batch alone: give it a test"
+
+
+@pytest.mark.parametrize("case", BOTH, ids=[c["name"] for c in BOTH])
 def test_each_row_is_what_the_case_expects(batch, case):
+    _expect_row(batch, case)
+
+
+@pytest.mark.parametrize("batch", ["user"], indirect=True)  # by value: the same module-wide batch as above
+@pytest.mark.parametrize("case", USER_ONLY, ids=[c["name"] for c in USER_ONLY])
+def test_each_row_of_the_user_batch_alone_is_what_the_case_expects(batch, case):
+    _expect_row(batch, case)
+
+
+def _expect_row(batch, case):
     row = batch["rows"][f"{case['name']}.ipynb"]
     expected = {"full": row["possible"], "zero": 0}.get(case["expect"], case["expect"])
     assert row["total"] == expected, f"{case['name']}: {row['total']} points, expected {expected}: {row['reason']}"
@@ -289,7 +330,8 @@ def test_batch_finishes_within_its_time_limit_with_one_row_each(batch):
     slow = {n: r["seconds"] for n, r in batch["rows"].items() if r["seconds"] > TIMEOUT + 5}
     assert not slow, f"sandboxes outlived their time limit: {slow}"
     hung = [r["submission"] for r in batch["table"] if r["status"] == "timeout"]
-    assert sorted(hung) == ["careless_c_loop.ipynb", "careless_endless_loop.ipynb", "cheat_c_ptrace_and_spinners.ipynb"]
+    assert sorted(hung) == sorted(name for name, case in batch["cases"].items() if case.get("status") == "timeout")
+    assert "cheat_c_ptrace_and_spinners.ipynb" in hung and len(hung) == {"root": 1, "user": 3}[batch["mode"]]
 
 
 def test_nothing_outside_the_sandbox_changes(batch):
@@ -512,66 +554,84 @@ def test_judge_wants_the_exact_type():
 
 
 HONEST_WORK = "total = 0\nfor i in range(8_000_000):\n    total += i  # a second of pure Python"
-NEIGHBOUR_SECONDS = 12  # the neighbour's time limit: it outlives the three honest notebooks graded beside it
-NEIGHBOURS = {
-    "idle": "import time\ntime.sleep(3600)",
-    "hog": "import os\nfor _ in range(60):\n    if os.fork() == 0:\n        break\nwhile True:\n    pass",
-}
+NEIGHBOUR_SECONDS = 12  # the time limit in these batches: the idle neighbour outlives the honest notebooks beside it
+IDLE = "import time\ntime.sleep(3600)"
+HOG = """import os, time
+end, child = time.monotonic() + {seconds}, False
+for _ in range(60):
+    if os.fork() == 0:
+        child = True
+        break
+while time.monotonic() < end:
+    pass
+if child:
+    os._exit(0)"""
+
+
+def _beside(mode, neighbour, lasts, n_honest, limit=NEIGHBOUR_SECONDS):
+    """The seconds of each honest notebook (of `n_honest`, graded one after another) that ended while the
+    `neighbour` cell, graded beside them (two jobs, a time limit of `limit` each), still ran (it `lasts` that many
+    seconds)."""
+    with zipfile.ZipFile(ROOT / "autograder" / f"{EXERCISE}.zip") as z:
+        solved = nbformat.reads(z.read("grading/solution.ipynb").decode(), as_version=4)
+    tmp = Path(tempfile.mkdtemp(prefix=f"hog-{mode}-"))
+    try:
+        tmp.chmod(0o755)
+        folder, out = tmp / "submissions", tmp / "results" / "grades.csv"
+        folder.mkdir()
+        out.parent.mkdir()
+        nb = copy.deepcopy(solved)
+        nb.cells.insert(1, nbformat.v4.new_code_cell(neighbour))
+        nbformat.write(nb, folder / "a_neighbour.ipynb")  # first: it starts with the first honest one
+        for i in range(n_honest):
+            nb = copy.deepcopy(solved)
+            nb.cells.append(nbformat.v4.new_code_cell(HONEST_WORK))
+            nbformat.write(nb, folder / f"honest_{i}.ipynb")
+        if mode == "user":
+            give_to_ordinary_user(folder, out.parent)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp)}
+        uncapped = ["--uncapped-memory"] if mode == "user" and not _capped_as(mode) else []
+        result = run_grader([EXERCISE, folder, out, "--timeout", limit, "--jobs", 2, *uncapped], mode, env, timeout=600)
+        assert result.returncode == 0, result.stderr[-2000:]
+        rows = {r["submission"]: r for r in _read_rows(out)}
+        honest = [rows[f"honest_{i}.ipynb"] for i in range(n_honest)]
+        for row in honest:
+            assert row["status"] == "graded" and row["total"] == row["possible"] == 6, row["reason"]
+        # the honest ones run one after another beside the neighbour (two jobs): those that ended while it
+        # lasted count (the first does whenever it ends within the neighbour's life)
+        ended = [sum(r["seconds"] for r in honest[: i + 1]) for i in range(n_honest)]
+        return [r["seconds"] for r, end in zip(honest, ended) if end < lasts], rows["a_neighbour.ipynb"]
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
-    """Attack G: beside a sandbox of 61 spinning processes, honest notebooks (each with a few seconds of work) take at
+    """Attack G: beside a sandbox of 61 spinning processes, honest notebooks (each with a second of work) take at
     most twice as long as beside a sandbox that sleeps, measured in the same run (a CPU cgroup as root, the
-    sandbox's own scheduling autogroup and no setsid as an ordinary user)."""
+    sandbox's own scheduling autogroup and no setsid as an ordinary user).
+
+    Beside the idle sandbox (asleep to its time limit), the fastest of three honest notebooks is the measure (a
+    burst of the suite's other worker, a browser test say, slows one notebook). The hog then spins only as long as
+    the test needs: three times that and 1 s (the two sandboxes start a moment apart), so that the first honest
+    notebook beside it ends within the hog's life whenever it keeps to twice its pace, and the second too if both
+    keep to one and a half; of those that end within it, the fastest counts."""
     if mode == "root" and os.geteuid() != 0:
         pytest.skip("the suite runs as an ordinary user: the root batch needs root")
     if not sandbox.bwrap_path():
         unavailable(sandbox.INSTALL_HINT)
-    with zipfile.ZipFile(ROOT / "autograder" / f"{EXERCISE}.zip") as z:
-        solved = nbformat.reads(z.read("grading/solution.ipynb").decode(), as_version=4)
-    medians = {}
-    for neighbour, source in NEIGHBOURS.items():
-        tmp = Path(tempfile.mkdtemp(prefix=f"hog-{mode}-"))
-        try:
-            tmp.chmod(0o755)
-            folder, out = tmp / "submissions", tmp / "results" / "grades.csv"
-            folder.mkdir()
-            out.parent.mkdir()
-            nb = copy.deepcopy(solved)
-            nb.cells.insert(1, nbformat.v4.new_code_cell(source))
-            nbformat.write(nb, folder / "a_neighbour.ipynb")  # first: it starts with the first honest one
-            for i in range(3):
-                nb = copy.deepcopy(solved)
-                nb.cells.append(nbformat.v4.new_code_cell(HONEST_WORK))
-                nbformat.write(nb, folder / f"honest_{i}.ipynb")
-            if mode == "user":
-                give_to_ordinary_user(folder, out.parent)
-            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp)}
-            uncapped = ["--uncapped-memory"] if mode == "user" and not _capped_as(mode) else []
-            result = run_grader(
-                [EXERCISE, folder, out, "--timeout", NEIGHBOUR_SECONDS, "--jobs", 2, *uncapped], mode, env, timeout=600
-            )
-            assert result.returncode == 0, result.stderr[-2000:]
-            rows = {r["submission"]: r for r in _read_rows(out)}
-            honest = [rows[f"honest_{i}.ipynb"] for i in range(3)]
-            for row in honest:
-                assert row["status"] == "graded" and row["total"] == row["possible"] == 6, row["reason"]
-            # the honest ones run one after another beside the neighbour (two jobs): those that ended while it
-            # lasted count (the first always does), and of them the fastest: a burst of the suite's other
-            # worker (a browser test, say) slows one notebook, and the hog slows them all
-            ended = [sum(r["seconds"] for r in honest[: i + 1]) for i in range(3)]
-            beside = [r["seconds"] for r, end in zip(honest, ended) if end < NEIGHBOUR_SECONDS]
-            assert beside, f"the first honest notebook outlasted its {neighbour} neighbour: {ended}"
-            medians[neighbour] = min(beside)
-        finally:
-            subprocess.run(["rm", "-rf", str(tmp)], check=False)
-    ratio = medians["hog"] / medians["idle"]
-    print(
-        f"{mode}: honest notebook {medians['idle']:.1f} s beside an idle sandbox, {medians['hog']:.1f} s beside "
-        f"a hog: {ratio:.2f}x"
-    )
-    assert ratio <= 2.0, f"a hog slowed honest notebooks {ratio:.2f}x ({medians})"
+    beside_idle, neighbour = _beside(mode, IDLE, NEIGHBOUR_SECONDS, 3)
+    assert neighbour["status"] == "timeout", f"the idle neighbour did not sleep to its limit: {neighbour['reason']}"
+    assert beside_idle, f"the first honest notebook outlasted its idle neighbour's {NEIGHBOUR_SECONDS} s"
+    idle = min(beside_idle)
+    lasts = round(3 * idle + 1, 1)
+    beside_hog, neighbour = _beside(mode, HOG.format(seconds=lasts), lasts, 2, max(NEIGHBOUR_SECONDS, lasts + 5))
+    assert neighbour["status"] == "graded" and neighbour["seconds"] >= lasts, f"the hog did not spin {lasts} s"
+    assert beside_hog, f"beside a hog, the first honest notebook took more than {lasts} s: over twice {idle} s"
+    hog = min(beside_hog)
+    ratio = hog / idle
+    print(f"{mode}: honest notebook {idle:.1f} s beside an idle sandbox, {hog:.1f} s beside a hog: {ratio:.2f}x")
+    assert ratio <= 2.0, f"a hog slowed honest notebooks {ratio:.2f}x ({idle} s beside an idle sandbox, {hog} s)"
 
 
 def test_reasons_name_the_property_and_the_kind_of_input_never_values():
@@ -632,14 +692,21 @@ def _forged_output(tmp_path, lines):
     return path
 
 
+@functools.cache
+def _judged_exercise():
+    """Exercise 9, its reference answers (one sandboxed run of the solution) and probes, shared by the forged
+    answers below: each is judged afresh against them."""
+    exercise = grade.load_exercise(ROOT / "autograder" / f"{EXERCISE}.zip")
+    reference = grade.reference_answers(exercise, 120)
+    return exercise, reference, grade.probe_functions(exercise, reference)
+
+
 @pytest.mark.parametrize("forged", ["huge_shape", "colliding_probes", "dict_of_colliding_keys"])
 def test_a_pathological_answer_costs_only_its_own_row(forged, tmp_path):
     """Third round: answers forged to freeze the trusted side (a shape of 600,000 dimensions, probe indices or
     dict keys that are all multiples of 2**61 - 1, which collide in Python's hash table) are refused or judged
     in a bounded child within seconds, and only that submission loses its points."""
-    exercise = grade.load_exercise(ROOT / "autograder" / f"{EXERCISE}.zip")
-    reference = grade.reference_answers(exercise, 120)
-    questions_of = grade.probe_functions(exercise, reference)
+    exercise, reference, questions_of = _judged_exercise()
     big = 2**61 - 1
     records = {
         "huge_shape": [{"probe": 0, "answer": {"ndarray": {"dtype": "float64", "shape": [9] * 600_000, "data": []}}}],

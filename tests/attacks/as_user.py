@@ -5,6 +5,12 @@ namespace of its own: there, any folder on the way to the Python installation, t
 that an ordinary user could not enter (pyenv's /root, say) is covered by a world-readable tmpfs into which
 the paths are bound back, so the grader runs as it would on a machine where that user owns a checkout. Nothing
 of this is seen outside that namespace. Run by an ordinary user, both modes are that user ("root" is skipped).
+
+`Tracker` puts the grader, before it starts, into a cgroup of its own in a hierarchy the grader does not use
+(membership only, no controller): every process it starts, sandboxes and whatever they fork, whatever their uid, is
+in it until it ends, and none can leave it (moving a process needs write access to the cgroup files, which the
+sandbox neither sees nor has), so the processes left after the batch are the batch's own, not those of another
+grader on the same machine.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
+import uuid
 from pathlib import Path
 
 ORDINARY_UID = 64998
@@ -61,18 +69,102 @@ def _mount(src, dest, flags, fstype=None, data=None):
     )
 
 
-def run_grader(args, mode, env, timeout, python_args=None):
+class Tracker:
+    """A fresh cgroup for one batch, a child of this process's own: in the cgroup v2 tree of a host that mounts
+    cgroup v1 for its controllers (as this one: the grader's sandboxes use v1's memory, pids and cpu), else in v1's
+    freezer hierarchy. `folder` is None where neither can be made (an ordinary user; a host with cgroup v2 alone,
+    whose tree the grader's own sandbox cgroups need)."""
+
+    HIERARCHIES = ((Path("/sys/fs/cgroup/unified"), ""), (Path("/sys/fs/cgroup/freezer"), "freezer"))
+
+    def __init__(self):
+        self.folder = None
+        if os.geteuid() != 0 or Path("/sys/fs/cgroup/cgroup.controllers").exists():
+            return
+        for mount, controller in self.HIERARCHIES:
+            own = [
+                path.lstrip("/")
+                for _, names, path in (
+                    line.split(":", 2) for line in Path("/proc/self/cgroup").read_text().splitlines()
+                )
+                if names.split(",") == [controller] or (controller and controller in names.split(","))
+            ]
+            if not own or not (mount / own[0] / "cgroup.procs").exists():
+                continue
+            folder = mount / own[0] / f"attack-batch-{uuid.uuid4().hex[:12]}"
+            try:
+                folder.mkdir()
+            except OSError:
+                continue
+            self.folder = folder
+            return
+
+    def join(self):
+        """In the grader's process, before it runs anything: join the cgroup."""
+        if self.folder is not None:
+            _check(_write_pid(self.folder / "cgroup.procs"), "join the tracking cgroup")
+
+    def pids(self):
+        """The processes in the cgroup now (and in any cgroup below it)."""
+        found = set()
+        for procs in self.folder.rglob("cgroup.procs"):
+            found |= {int(p) for p in procs.read_text().split()}
+        return found
+
+    def close(self):
+        """Kill what is left (the test has seen it) and remove the cgroup (the kernel may take a moment to empty it)."""
+        if self.folder is None:
+            return
+        for _ in range(200):
+            pids = self.pids()
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        for folder in [*sorted((p for p in self.folder.rglob("*") if p.is_dir()), reverse=True), self.folder]:
+            for _ in range(100):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def _write_pid(procs):
+    """Write this process's pid into a cgroup.procs file; 0 on success (for `_check`), else -1, errno set."""
+    try:
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
+        return 0
+    except OSError as err:
+        ctypes.set_errno(err.errno)
+        return -1
+
+
+def run_grader(args, mode, env, timeout, python_args=None, tracker=None):
     """Run `python -m tools.grading.grade` with `args` (or python with `python_args`); mode "root" (as this process,
-    which must be root) or "user"."""
+    which must be root) or "user"; in `tracker`'s cgroup if one is given."""
     root = Path(__file__).resolve().parents[2]
     cmd = [sys.executable, *(python_args or ["-m", "tools.grading.grade", *map(str, args)])]
     env = {**env, "PYTHONPATH": str(root)}  # the authors' package, `tools`, from the repository root
+    join = tracker.join if tracker is not None else None
     if mode == "root" or os.geteuid() != 0:
-        return subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=timeout, preexec_fn=join)
     needed = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), root]
     plan = _opening_plan(needed)
 
     def as_ordinary_user():
+        if join:
+            join()
         _check(_LIBC.unshare(CLONE_NEWNS), "unshare")
         _check(_mount("none", "/", MS_REC | MS_PRIVATE), "make / private")
         for closed, staging, under in plan:
