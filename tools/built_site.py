@@ -154,18 +154,17 @@ def as_myst_nb_reads(page):
     return read_myst_markdown_notebook(path.read_text(), MdParserConfig(enable_extensions=extensions), path=path)
 
 
-def _execute_one(page, cache, lock):
+def _execute_one(page, nb, cache, lock, timeout):
+    """Execute `nb`, MyST-NB's reading of `page`, into the cache unless it is there already."""
     from jupyter_cache.base import CacheBundleIn
     from jupyter_cache.executors.utils import single_nb_execution
 
-    nb = as_myst_nb_reads(page)
     with lock:
         try:
             cache.match_cache_notebook(nb)
             return page, None  # cached already
         except KeyError:
             pass
-    timeout = config().get("execute", {}).get("timeout", 600)
     result = single_nb_execution(nb, cwd=str(source_of(page).parent), timeout=timeout, allow_errors=False)
     if result.err is None:
         with lock:
@@ -224,10 +223,12 @@ def execute_chapters(output=OUTPUT, workers=None):
     workers = workers or os.cpu_count() or 1
     cache, lock = _cache(output), threading.Lock()
     pages = [p for p in toc_pages() if is_notebook(p)]
+    read = {page: as_myst_nb_reads(page) for page in pages}  # once a page: parsing the Markdown is not free
+    timeout = config().get("execute", {}).get("timeout", 600)
     missing = []
     for page in pages:
         try:
-            cache.match_cache_notebook(as_myst_nb_reads(page))
+            cache.match_cache_notebook(read[page])
         except KeyError:
             missing.append(page)
     report = {"workers": workers, "trainings": 0, "training_s": 0.0, "wall_s": 0.0, "pages": {}}
@@ -251,7 +252,7 @@ def execute_chapters(output=OUTPUT, workers=None):
         def execute(page):
             for call in needs[page]:
                 done[call].wait()
-            return _execute_one(page, cache, lock)
+            return _execute_one(page, read[page], cache, lock, timeout)
 
         # first come first served: every training starts before any page, so a page never holds a worker that
         # a training it waits for would need; the pages that wait for none come first
