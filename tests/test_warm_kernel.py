@@ -68,6 +68,29 @@ def test_a_forked_kernel_is_a_fresh_one_with_torch_loaded(warm, tmp_path):
     assert "threads" in first
 
 
+MATPLOTLIB = (
+    "import sys\n"
+    "print('pyplot loaded before the page:', 'matplotlib.pyplot' in sys.modules)\n"
+    "import matplotlib, matplotlib.pyplot as plt\n"
+    "plt.plot([1, 2])\n"
+    "print('backend', matplotlib.get_backend())\n"
+    "print('figures', plt.get_fignums())\n"
+    "print('rc', sorted((k, str(v)) for k, v in matplotlib.rcParams.items() if k != 'backend') == "
+    "sorted((k, str(v)) for k, v in matplotlib.rcParamsDefault.items() if k != 'backend'))"
+)
+
+
+def test_matplotlib_in_a_forked_kernel_is_as_in_a_cold_one(warm, tmp_path):
+    """pyplot is preloaded before ipykernel sets MPLBACKEND: the forked kernel must still draw inline, as a cold
+    kernel does (else no page would show its figures), with the same settings and no figure open."""
+    _, env = warm
+    forked, _ = run_in_kernel(env, MATPLOTLIB, tmp_path)
+    cold, _ = run_in_kernel({**env, "OMP_NUM_THREADS": "1"}, MATPLOTLIB, tmp_path)  # a variable that differs: cold
+    assert "pyplot loaded before the page: True" in forked and "pyplot loaded before the page: False" in cold
+    assert forked.split("\n", 1)[1] == cold.split("\n", 1)[1], (forked, cold)
+    assert "backend inline" in forked or "backend_inline" in forked, forked
+
+
 def test_a_kernel_whose_environment_differs_starts_cold(warm, tmp_path):
     """A variable read at import (here the thread count OpenMP and torch take) is not the warm process's: the
     kernel is an ordinary one, and it takes the variable."""

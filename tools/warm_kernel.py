@@ -4,7 +4,7 @@ Importing torch costs about 2.7 CPU seconds here (most of it loading libtorch), 
 and every golden the tests run, starts a kernel of its own: forty imports of torch a `make test`. This module is
 two programs:
 
-- `python tools/warm_kernel.py --serve SOCKET` (the *warm process*) imports torch and ipykernel, then waits on a
+- `python tools/warm_kernel.py --serve SOCKET` (the *warm process*) imports PRELOAD (torch, matplotlib's pyplot), then waits on a
   Unix socket; for each request it forks a child that becomes the kernel (`ipykernel_launcher -f FILE`), in the
   requester's folder, environment, arguments and standard streams;
 - `python tools/warm_kernel.py -f FILE` (the *launcher*, what a kernel spec written by `kernel_spec` runs) asks
@@ -33,9 +33,12 @@ import socket
 import sys
 
 SOCKET_VAR = "BOOK_WARM_KERNEL"
-PRELOAD = (
-    "torch",
-)  # imported once by the warm process, before any fork (not ipykernel: its traits read JPY_ variables at import)
+# imported once by the warm process, before any fork (not ipykernel: its traits read JPY_ variables at import);
+# none starts a thread or changes the environment (torch._dynamo would: it sets TORCHINDUCTOR_CACHE_DIR). matplotlib
+# reads MPLBACKEND at import, which ipykernel sets only as it starts: a forked kernel sets the backend as that
+# import would have (`_as_a_fresh_interpreter`)
+PRELOAD = ("torch", "matplotlib.pyplot")
+INLINE = "module://matplotlib_inline.backend_inline"  # ipykernel's MPLBACKEND when the environment names none
 # what Jupyter, nbclient and pytest set per kernel or per test; nothing PRELOAD imports reads them at import
 MAY_DIFFER_PREFIXES = ("JPY_", "PYTEST_", "PYDEVD_")
 MAY_DIFFER = {SOCKET_VAR, "BOOK_CACHE", "PWD", "OLDPWD", "_"}
@@ -105,12 +108,24 @@ def serve(path):
             conn.close()
 
 
+def _as_a_fresh_interpreter(kernel):
+    """In the forked child: random seeds from the system, as a fresh interpreter's (Python's and numpy's global
+    generators); in a kernel, the backend matplotlib would have taken from MPLBACKEND had it been imported after
+    ipykernel set that variable (kernelapp's init_gui_pylab: the environment's value, else the inline backend)."""
+    import random
+
+    random.seed()
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
+    if kernel and "matplotlib" in sys.modules:
+        sys.modules["matplotlib"].rcParams["backend"] = os.environ.get("MPLBACKEND") or INLINE
+
+
 def _become_kernel(request, fds, conn, log):
     """In the forked child: take the launcher's streams, folder, environment and arguments, end with the
     launcher, tell the launcher on `conn` that it started, and run ipykernel_launcher as `python -m` would (or the
     request's code, as `python -c` would). A failure before it started is appended to the file `log`, and the
     launcher, told nothing, starts a cold kernel instead."""
-    import random
     import runpy
     import threading
 
@@ -132,9 +147,7 @@ def _become_kernel(request, fds, conn, log):
         # `python -m` puts its folder first on the path, `python -c` an empty string
         sys.path[:] = [request["cwd"] if code_text is None else "", *request["path"][1:]]
         sys.argv[:] = ["ipykernel_launcher", *request["args"]] if code_text is None else ["-c"]
-        random.seed()  # a fresh interpreter seeds from the system, as does numpy's global generator
-        if "numpy" in sys.modules:
-            sys.modules["numpy"].random.seed()
+        _as_a_fresh_interpreter(kernel=code_text is None)
         launcher = os.pidfd_open(request["launcher"])
 
         def end_with_launcher():
