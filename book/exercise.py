@@ -212,8 +212,11 @@ class Grader:
                 False,
                 [
                     f"{question}: not yet right (the check stopped after {CHECK_SECONDS:g} s)",
-                    "Your code did not finish: a loop whose condition never turns false, or a search with no end?",
-                    "Interrupt nothing: the check has stopped it. Fix the loop, run its cell, and check again.",
+                    "Your code did not finish: a loop whose condition never turns false, a search with no end, or"
+                    " work too slow for the sizes asked (a loop over a billion steps, where a formula counts at"
+                    " once)?",
+                    "Interrupt nothing: the check has stopped it. Fix the loop (or count without one), run its cell,"
+                    " and check again.",
                 ],
             )
         failed = [(i, r) for i, r in enumerate(tests.test_case_results) if not r.passed]

@@ -602,8 +602,97 @@ HONEST = {
 # Answers written by following, literally and in turn, the recipes (the third hint) of every public check of a
 # question (issue 37: "no recipe is wrong; test each recipe by following it"). Each must pass the learner's own
 # grader.check and score full marks on every seed's hidden inputs. The questions whose checks were split one
-# property per check with their own recipes (exercise 9) and the variants of ex. 4 q1 and ex. 5 q3.
+# property per check with their own recipes (exercise 9) and the variants of ex. 4 q1 and ex. 5 q3; exercises 1,
+# 3 and 8 and ex. 11 q3 (the second learner pass's list). Ex. 1 q5's recipe added top, of shape (B, T, 1), to a
+# sum of shape (B, T): followed literally it gave (B, T, T), and now says top.squeeze(-1).
 RECIPES = {
+    "01_next_token_prediction": {
+        # q1: -np.log of the chances picked, chances[np.arange(len(target_ids)), target_ids], on np.asarray(chances)
+        "q1": "def position_losses(chances, target_ids):\n"
+        "    chances = np.asarray(chances)\n"
+        "    return -np.log(chances[np.arange(len(target_ids)), target_ids])",
+        # q2: float(...); softmax(logits), pick each position's right word, -np.log, then .mean()
+        "q2": "def sentence_loss(logits, target_ids):\n"
+        "    chances = softmax(logits)\n"
+        "    return float((-np.log(chances[np.arange(len(target_ids)), target_ids])).mean())",
+        # q3: int(...); the argmax of each row compared with the right word, the matches counted
+        "q3": "def favourite_hits(chances, target_ids):\n"
+        "    return int((np.argmax(chances, axis=1) == np.asarray(target_ids)).sum())",
+        # q4: // for whole sentences; (n_tokens // sentence_tokens, n_tokens)
+        "q4": "def signal_counts(n_tokens, sentence_tokens):\n    return (n_tokens // sentence_tokens, n_tokens)",
+        # q5: dim=-1 and gather; top.squeeze(-1) plus the log of exp(logits - top) summed over dim=-1, minus
+        # logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        "q5": "def losses_by_hand(logits, targets):\n"
+        "    top = logits.max(dim=-1, keepdim=True).values\n"
+        "    log_total = top.squeeze(-1) + torch.log(torch.exp(logits - top).sum(dim=-1))\n"
+        "    return log_total - logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)",
+    },
+    "03_teacher_forcing": {
+        # q1: per_token ** n_tokens
+        "q1": "def answer_accuracy(per_token, n_tokens):\n    return per_token ** n_tokens",
+        # q2: an int counted up from 0 while per_token ** (n + 1) >= target
+        "q2": "def longest_answer(per_token, target):\n"
+        "    n = 0\n"
+        "    while per_token ** (n + 1) >= target:\n"
+        "        n += 1\n"
+        "    return n",
+        # q3: the last recipe's formula, as it is spelt
+        "q3": "def n_parameters(n_layers, d_model, n_heads, d_head, d_ff, vocab):\n"
+        "    return vocab * d_model + n_layers * (4 * d_model * n_heads * d_head + 2 * d_model * d_ff + 2 * d_model)"
+        " + d_model",
+        # q4: each key by its recipe; the activations as an int
+        "q4": "def training_memory(n_params, bytes_per_number, n_layers, d_model, batch, seq_len, saved_per_layer):\n"
+        "    return {\n"
+        "        'weights': n_params * bytes_per_number,\n"
+        "        'gradients': n_params * bytes_per_number,\n"
+        "        'optimiser': 2 * n_params * 4,\n"
+        "        'copy': 4 * n_params if bytes_per_number < 4 else 0,\n"
+        "        'activations': int(batch * seq_len * n_layers * saved_per_layer * d_model * bytes_per_number),\n"
+        "    }",
+        # q5: the step the question spells; then numel() * element_size() over model.parameters(), their .grad
+        # and optimiser.state[p]['exp_avg'] and ['exp_avg_sq']
+        "q5": "def step_bytes(model, ids):\n"
+        "    from torch.nn import functional as F\n"
+        "    optimiser = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+        "    logits = model(ids[:, :-1])\n"
+        "    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))\n"
+        "    loss.backward()\n"
+        "    optimiser.step()\n"
+        "    params = list(model.parameters())\n"
+        "    return {\n"
+        "        'weights': sum(p.numel() * p.element_size() for p in params),\n"
+        "        'gradients': sum(p.grad.numel() * p.grad.element_size() for p in params),\n"
+        "        'optimiser': sum(\n"
+        "            optimiser.state[p][k].numel() * optimiser.state[p][k].element_size()\n"
+        "            for p in params\n"
+        "            for k in ('exp_avg', 'exp_avg_sq')\n"
+        "        ),\n"
+        "    }",
+    },
+    "08_using_pytorch": {
+        # q1: tokens[:, :-1] and tokens[:, 1:]
+        "q1": "def inputs_and_targets(tokens):\n    return tokens[:, :-1], tokens[:, 1:]",
+        # q2: float(F.cross_entropy(torch.zeros(n_positions, vocab), any n_positions ids below vocab))
+        "q2": "def knows_nothing_loss(n_positions, vocab):\n"
+        "    return float(F.cross_entropy(torch.zeros(n_positions, vocab), torch.zeros(n_positions, dtype=torch.long)))",
+        # q3: torch.tril for the allowed pairs, masked_fill with minus infinity, softmax along the last dimension
+        "q3": "def causal_weights(scores):\n"
+        "    n = scores.shape[-1]\n"
+        "    allowed = torch.tril(torch.ones(n, n, dtype=torch.bool))\n"
+        "    return torch.softmax(scores.masked_fill(~allowed, float('-inf')), dim=-1)",
+        # q4: int(...); torch.softmax, .sort(descending=True).values, .cumsum(0); min(int((totals < top_p).sum()) + 1,
+        # len(chances))
+        "q4": "def top_p_count(raw, top_p):\n"
+        "    chances = torch.softmax(raw, dim=-1).sort(descending=True).values\n"
+        "    totals = chances.cumsum(0)\n"
+        "    return int(min(int((totals < top_p).sum()) + 1, len(chances)))",
+        # q5: torch operations throughout, .mean(); logsumexp of each row of model(ids[:, :-1]) minus the raw
+        # output gathered at ids[:, 1:]
+        "q5": "def model_loss(model, ids):\n"
+        "    logits = model(ids[:, :-1])\n"
+        "    right = logits.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)\n"
+        "    return (torch.logsumexp(logits, dim=-1) - right).mean()",
+    },
     "04_kv_cache": {
         # q1: halve with //; g steps push g * prompt plus g * (g - 1) // 2; g = min(n_new, window - prompt), every
         # other step pushes window positions
@@ -766,6 +855,25 @@ RECIPES = {
         "    def forward(self, x, cache=None):\n"
         "        x = x + self.attn(self.norm1(x), cache)\n"
         "        return x + self.ff(self.norm2(x))",
+        # q3: the five parts by name and size; head.weight = tokens.weight after both; token vectors plus
+        # self.positions(torch.arange(start, start + T)), each block with None if caches is None else caches[i],
+        # then self.head(self.norm(x))
+        "q3": "class GPT(nn.Module):\n"
+        "    def __init__(self, cfg):\n"
+        "        super().__init__()\n"
+        "        self.tokens = nn.Embedding(cfg.vocab, cfg.d_model)\n"
+        "        self.positions = nn.Embedding(cfg.context, cfg.d_model)\n"
+        "        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layers)])\n"
+        "        self.norm = nn.LayerNorm(cfg.d_model)\n"
+        "        self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False)\n"
+        "        self.head.weight = self.tokens.weight\n"
+        "\n"
+        "    def forward(self, idx, caches=None, start=0):\n"
+        "        T = idx.shape[1]\n"
+        "        x = self.tokens(idx) + self.positions(torch.arange(start, start + T))\n"
+        "        for i, block in enumerate(self.blocks):\n"
+        "            x = block(x, None if caches is None else caches[i])\n"
+        "        return self.head(self.norm(x))",
         # q4: append loss.item(); F.cross_entropy on the flattened outputs and y, default mean; the generator and
         # AdamW once, before the loop; for each of the first steps pairs from tiny.batches: the loss, zero_grad,
         # backward, step
