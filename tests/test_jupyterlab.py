@@ -55,6 +55,9 @@ HEADLINE = "average loss: 1.31 nats"  # the source page's average loss of the ex
 RAW_MYST = re.compile(r"^\s*(:::+|```+)|\{[a-z][\w:-]*\}(?=[^\s\x22\x27])|^\([\w-]+\)=\s*$", re.MULTILINE)
 SHOTS = built_site.HTML.parent / "screenshots"
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+# a page-side wait checks its condition every POLL_MS, not at every animation frame (Playwright's default), which
+# kept the renderer busy all through Run All Cells
+POLL_MS = 100
 SECONDS = {"start": 90, "open": 90, "kernel": 120, "run all": 240, "cell": 90}  # generous: 2 loaded cores
 
 
@@ -196,6 +199,7 @@ def session(lab_page, lab, path, name, from_url=False):
             r"""name => Array.from(document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current'))
             .some(tab => tab.textContent.trim() === name)""",
             arg=path.rsplit("/", 1)[-1],
+            polling=POLL_MS,
             timeout=SECONDS["open"] * 1000,
         )
         page.wait_for_selector(f"{PANEL}, .jp-FileEditor", state="visible", timeout=SECONDS["open"] * 1000)
@@ -214,6 +218,7 @@ def wait_for_cells(page, n):
     page.wait_for_function(
         f"n => document.querySelectorAll('{PANEL} .jp-Notebook .jp-Cell').length === n",
         arg=n,
+        polling=POLL_MS,
         timeout=SECONDS["open"] * 1000,
     )
 
@@ -223,6 +228,7 @@ def wait_for_kernel(page):
     page.wait_for_function(
         r"""() => Array.from(document.querySelectorAll('.jp-StatusBar-TextItem'))
         .some(item => /^(?!No Kernel).+ \| Idle$/.test(item.textContent.trim()))""",
+        polling=POLL_MS,
         timeout=SECONDS["kernel"] * 1000,
     )
 
@@ -295,6 +301,7 @@ def run_cell(page, index, code=None):
         return /^\[\d+\]:$/.test(now) && now !== before;
     }""",
         arg=[cell.locator(".jp-InputPrompt").element_handle(), before],
+        polling=POLL_MS,
         timeout=SECONDS["cell"] * 1000,
     )
     output = cell.locator(".jp-OutputArea")
@@ -333,6 +340,7 @@ def test_chapter_1_opens_as_a_notebook_and_runs_to_the_end(lab_page, lab, timed)
                     .map(p => p.textContent.trim());
                 return shown.every(p => p !== '[*]:') && shown.some(p => p !== '[ ]:');
             }}""",
+                polling=POLL_MS,
                 timeout=SECONDS["run all"] * 1000,
             )
         except PlaywrightTimeout:
@@ -368,6 +376,7 @@ def test_recap_quiz_renders_myst_with_answers_folded(lab_page, lab, timed):
             page.wait_for_function(
                 f"n => document.querySelectorAll('{PANEL} .jp-MarkdownCell details').length === n",
                 arg=n_answers,
+                polling=POLL_MS,
                 timeout=SECONDS["open"] * 1000,
             )
         except PlaywrightTimeout:
