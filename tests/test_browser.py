@@ -284,6 +284,15 @@ MARK_SAMPLES = f"""(seen) => {{
 }}"""
 
 
+# the colour rules look only at the samples and what is inside them (as a context of the samples would), so that
+# one axe run a mode checks a page: axe builds its tree of the whole page once a run
+COLOURS_ON_SAMPLES = f"""() => {{
+    const only = {{
+        'color-contrast': '[{SAMPLE}], [{SAMPLE}] *',
+        'link-in-text-block': 'a[href][{SAMPLE}], [{SAMPLE}] a[href], [role=link][{SAMPLE}], [{SAMPLE}] [role=link]',
+    }};
+    for (const rule of axe._audit.rules) if (rule.id in only) rule.selector = only[rule.id];
+}}"""
 LOW_IMPACT_RULES = """() => {
     const low = ['minor', 'moderate'], checks = axe._audit.data.checks;
     return axe._audit.rules.filter(rule => low.includes(rule.impact)
@@ -305,23 +314,25 @@ def switch_mode(page, mode):
 
 def start_axe(page, mode, seen):
     """Start axe-core on the page and return at once, so that pages are checked side by side (each has its own
-    renderer process): the colour rules on the samples of looks not in `seen` (which gains them), and in light
-    mode every other rule on the whole page (mode "colours": the colour rules alone). Returns (pieces of text,
-    new looks)."""
+    renderer process), in one run: the colour rules on the samples of looks not in `seen` (which gains them), and
+    in light mode every other rule on the whole page (mode "colours": the colour rules alone). Returns (pieces of
+    text, new looks)."""
     from axe_playwright_python.base import AXE_SCRIPT
 
     if not page.evaluate("typeof axe !== 'undefined'"):
         page.evaluate(AXE_SCRIPT)
+        page.evaluate(COLOURS_ON_SAMPLES)
     texts, fresh = page.evaluate(MARK_SAMPLES, sorted(seen))
     seen.update(fresh)
+    colours = {rule: {"enabled": bool(fresh)} for rule in COLOUR_RULES}
     runs = []
-    if fresh:
-        runs.append(({"include": [[f"[{SAMPLE}]"]]}, {"runOnly": {"type": "rule", "values": COLOUR_RULES}}))
     if mode == "light":
         # the test fails on critical and serious violations only: a rule whose checks all report a minor or moderate
         # impact (region, the landmark rules, heading-order...) cannot fail it, and is left out
         low = page.evaluate(LOW_IMPACT_RULES)
-        runs.append(({"include": [["body"]]}, {"rules": {rule: {"enabled": False} for rule in COLOUR_RULES + low}}))
+        runs.append(({"include": [["body"]]}, {"rules": {**colours, **{rule: {"enabled": False} for rule in low}}}))
+    elif fresh:
+        runs.append(({"include": [["body"]]}, {"runOnly": {"type": "rule", "values": COLOUR_RULES}}))
     # axe.run does most of its work before it returns its promise: started from a timer, it leaves
     # `evaluate` free to return at once
     page.evaluate(
