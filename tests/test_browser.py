@@ -244,7 +244,7 @@ def test_page_loads_with_its_figures(loaded, page_name):
 # the first page (in the book's order) where that look appears; every other rule runs on every element of every
 # page. A look is the text's style and the backgrounds up to the first opaque one (and, for a link, the colour of
 # the text around it, which link-in-text-block compares). Dark mode is the same page switched by the theme's own
-# mode switch (the markup is the same), checked with the colour rules only, then switched back.
+# mode switch (the markup is the same), checked with the colour rules only; its tab then opens the next page.
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 AXE_DONE = "axe check done"  # what a page logs when the axe runs started on it end
 SAMPLE = "data-axe-sample"
