@@ -14,8 +14,10 @@ learner opens, so nothing in the repository is touched (JupyterLab autosaves). T
 - in exercise 1, the solution typed into question 1's cell passes its `grader.check("q1")` cell, and a wrong
   answer shows the question's hint.
 
-Each page opens with `?reset`, a fresh workspace: otherwise JupyterLab restores the documents earlier tests
-opened, in hidden tabs. A cell is run only once the status bar names the kernel and says Idle; the notebook's
+JupyterLab loads once, in one browser page, from chapter 1's /lab/tree URL with `?reset` (a fresh workspace:
+otherwise it restores the documents of an earlier session); the quiz and the exercise are opened in that app by
+File > Open from Path, as a learner opens another file (each app load cost several CPU seconds of the
+browser), and what was opened before stays in hidden tabs: the tests read the visible notebook panel. A cell is run only once the status bar names the kernel and says Idle; the notebook's
 execution indicator already says idle while the panel has no kernel yet, and a Run All clicked then leaves
 every prompt blank. JupyterLab skips the layout of cells out of view (content-visibility), so their
 innerText is empty: prompts are read from their text content, and what must be *visible* is scrolled into
@@ -53,6 +55,9 @@ HEADLINE = "average loss: 1.31 nats"  # the source page's average loss of the ex
 RAW_MYST = re.compile(r"^\s*(:::+|```+)|\{[a-z][\w:-]*\}(?=[^\s\x22\x27])|^\([\w-]+\)=\s*$", re.MULTILINE)
 SHOTS = built_site.HTML.parent / "screenshots"
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+# a page-side wait checks its condition every POLL_MS, not at every animation frame (Playwright's default), which
+# kept the renderer busy all through Run All Cells
+POLL_MS = 100
 SECONDS = {"start": 90, "open": 90, "kernel": 120, "run all": 240, "cell": 90}  # generous: 2 loaded cores
 
 
@@ -163,22 +168,46 @@ def shoot(page, name):
     page.screenshot(path=SHOTS / f"jupyterlab-{name}.png")
 
 
-@contextmanager
-def session(browser_context, lab, path, name):
-    """A page showing `path` opened from its /lab/tree URL in a fresh workspace; on a failure its screenshot
-    goes to jupyterlab-`name`-failed.png."""
-    base, token = lab
+@pytest.fixture(scope="module")
+def lab_page(browser_context, lab):
+    """The one browser page of the module's JupyterLab: the app loads once, from the first test's /lab/tree URL,
+    and each later test opens its document in it, as a learner does, by File > Open from Path (an app load
+    cost several CPU seconds of the browser, three times)."""
     page = browser_context.new_page()
+    yield page
+    page.close()
+
+
+@contextmanager
+def session(lab_page, lab, path, name, from_url=False):
+    """`path` shown in the module's JupyterLab page: opened from its /lab/tree URL in a fresh workspace when the
+    app is not loaded yet (or `from_url`), else by File > Open from Path; on a failure its screenshot goes to
+    jupyterlab-`name`-failed.png. The documents opened before stay open in hidden tabs: every locator here
+    reads the visible notebook panel."""
+    base, token = lab
+    page = lab_page
     try:
-        page.goto(f"{base}/lab/tree/{quote(path)}?token={token}&reset", wait_until="domcontentloaded")
+        if from_url or not page.url.startswith(base):
+            page.goto(f"{base}/lab/tree/{quote(path)}?token={token}&reset", wait_until="domcontentloaded")
+        else:
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Open from Path")).click()
+            field = page.locator(".jp-Dialog input")
+            field.fill(path)
+            page.locator(".jp-Dialog button", has_text=re.compile(r"^Open$")).click()
+        page.wait_for_function(
+            r"""name => Array.from(document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current'))
+            .some(tab => tab.textContent.trim() === name)""",
+            arg=path.rsplit("/", 1)[-1],
+            polling=POLL_MS,
+            timeout=SECONDS["open"] * 1000,
+        )
         page.wait_for_selector(f"{PANEL}, .jp-FileEditor", state="visible", timeout=SECONDS["open"] * 1000)
         assert page.locator(".jp-FileEditor:visible").count() == 0, f"{path} opened in the text editor"
         yield page
     except BaseException:
         shoot(page, f"{name}-failed")
         raise
-    finally:
-        page.close()
 
 
 def cells(page, kind=""):
@@ -189,6 +218,7 @@ def wait_for_cells(page, n):
     page.wait_for_function(
         f"n => document.querySelectorAll('{PANEL} .jp-Notebook .jp-Cell').length === n",
         arg=n,
+        polling=POLL_MS,
         timeout=SECONDS["open"] * 1000,
     )
 
@@ -198,6 +228,7 @@ def wait_for_kernel(page):
     page.wait_for_function(
         r"""() => Array.from(document.querySelectorAll('.jp-StatusBar-TextItem'))
         .some(item => /^(?!No Kernel).+ \| Idle$/.test(item.textContent.trim()))""",
+        polling=POLL_MS,
         timeout=SECONDS["kernel"] * 1000,
     )
 
@@ -270,6 +301,7 @@ def run_cell(page, index, code=None):
         return /^\[\d+\]:$/.test(now) && now !== before;
     }""",
         arg=[cell.locator(".jp-InputPrompt").element_handle(), before],
+        polling=POLL_MS,
         timeout=SECONDS["cell"] * 1000,
     )
     output = cell.locator(".jp-OutputArea")
@@ -287,12 +319,12 @@ def unresolved_references(page):
     )
 
 
-def test_chapter_1_opens_as_a_notebook_and_runs_to_the_end(browser_context, lab, timed):
+def test_chapter_1_opens_as_a_notebook_and_runs_to_the_end(lab_page, lab, timed):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout  # here: the fixture checked it is installed
 
     source = jupytext.read(ROOT / CHAPTER)
     code = [c for c in source.cells if c.cell_type == "code"]
-    with session(browser_context, lab, CHAPTER, "chapter-1") as page:
+    with session(lab_page, lab, CHAPTER, "chapter-1", from_url=True) as page:
         wait_for_cells(page, len(source.cells))
         wait_for_kernel(page)
         assert prompts(page) == ["[ ]:"] * len(code), "chapter 1 opened with cells already run"
@@ -308,6 +340,7 @@ def test_chapter_1_opens_as_a_notebook_and_runs_to_the_end(browser_context, lab,
                     .map(p => p.textContent.trim());
                 return shown.every(p => p !== '[*]:') && shown.some(p => p !== '[ ]:');
             }}""",
+                polling=POLL_MS,
                 timeout=SECONDS["run all"] * 1000,
             )
         except PlaywrightTimeout:
@@ -329,20 +362,21 @@ def test_chapter_1_opens_as_a_notebook_and_runs_to_the_end(browser_context, lab,
         shoot(page, "chapter-1")
 
 
-def test_recap_quiz_renders_myst_with_answers_folded(browser_context, lab, timed):
+def test_recap_quiz_renders_myst_with_answers_folded(lab_page, lab, timed):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     source = jupytext.read(ROOT / QUIZ)
     markdown_sources = [c.source for c in source.cells if c.cell_type == "markdown"]
     n_answers = sum(len(re.findall(r"^:::+\{dropdown\}", s, re.MULTILINE)) for s in markdown_sources)
     assert n_answers > 0 and RAW_MYST.search("\n".join(markdown_sources)), "the quiz's source has changed shape"
-    with session(browser_context, lab, QUIZ, "recap-quiz") as page:
+    with session(lab_page, lab, QUIZ, "recap-quiz") as page:
         wait_for_cells(page, len(source.cells))
         answers = page.locator(f"{PANEL} .jp-MarkdownCell details")
         try:  # jupyterlab-myst renders each {dropdown} as <details class="myst-dropdown">
             page.wait_for_function(
                 f"n => document.querySelectorAll('{PANEL} .jp-MarkdownCell details').length === n",
                 arg=n_answers,
+                polling=POLL_MS,
                 timeout=SECONDS["open"] * 1000,
             )
         except PlaywrightTimeout:
@@ -393,14 +427,14 @@ def public_hint(student, question):
     return next(case["failure_message"] for s in suites for case in s["cases"] if not case["hidden"])
 
 
-def test_exercise_check_passes_a_right_answer_and_hints_at_a_wrong_one(browser_context, lab, timed):
+def test_exercise_check_passes_a_right_answer_and_hints_at_a_wrong_one(lab_page, lab, timed):
     student = nbformat.read(ROOT / EXERCISE, as_version=4)
     answer = next(i for i, c in enumerate(student.cells) if c.source.startswith("def position_losses("))
     check = next(i for i, c in enumerate(student.cells) if c.source.strip() == 'grader.check("q1")')
     setup = [i for i in range(answer) if student.cells[i].cell_type == "code"]
     hint = " ".join(public_hint(student, "q1").split())
     wrong = "def position_losses(chances, target_ids):\n    return np.zeros(len(target_ids))\n"
-    with session(browser_context, lab, EXERCISE, "exercise") as page:
+    with session(lab_page, lab, EXERCISE, "exercise") as page:
         wait_for_cells(page, len(student.cells))
         wait_for_kernel(page)
         for i in setup:  # the otter set-up and the imports, as a learner runs them from the top

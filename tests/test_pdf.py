@@ -44,6 +44,12 @@ def run(*cmd):
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 
 
+def pdf_text(course_pdf):
+    """The PDF's text, each line laid out as on the sheet (-layout): its words in order, white space aside, as every
+    test of the text reads it (one pdftotext run for all)."""
+    return run("pdftotext", "-layout", str(course_pdf), "-")
+
+
 def test_page_count_is_plausible(course_pdf):
     pages = int(re.search(r"^Pages:\s+(\d+)", run("pdfinfo", str(course_pdf)), re.M).group(1))
     book_pages = len(built_site.toc_pages())
@@ -53,7 +59,7 @@ def test_page_count_is_plausible(course_pdf):
 
 def test_every_chapter_title_is_in_the_text(course_pdf):
     # Sphinx prints an apostrophe typographically (its smart quotes): compare them as one character
-    text = re.sub(r"\s+", " ", run("pdftotext", str(course_pdf), "-")).replace("\u2019", "'")
+    text = re.sub(r"\s+", " ", pdf_text(course_pdf)).replace("\u2019", "'")
     for name in chapter_names():
         title = next(
             line[2:] for line in (ROOT / "chapters" / f"{name}.md").read_text().splitlines() if line.startswith("# ")
@@ -94,7 +100,7 @@ def test_quiz_answers_are_printed_open(course_pdf):
     quiz = (ROOT / "chapters" / "09_recap_quiz.md").read_text()
     answers = re.findall(r"^:::+\{dropdown\}[^\n]*\n(.*?)^:::+\s*$", quiz, re.M | re.S)
     assert len(answers) >= 10, f"the quiz has {len(answers)} dropdown answers"
-    text = words(run("pdftotext", str(course_pdf), "-"))
+    text = words(pdf_text(course_pdf))
     for answer in answers:
         prose = re.sub(r"\$[^$]*\$|\{[a-z]+\}`[^`]*`|`[^`]*`", " ", answer)  # formulas and roles print otherwise
         opening = " ".join(words(prose).split()[:5])  # its first five words
@@ -106,7 +112,7 @@ def test_every_printed_line_is_in_the_text_whole(course_pdf):
     lines included: the website scrolls a wide line sideways, the sheet wraps it (a cut line loses its end).
     Cells folded whole (hide-cell) are left out: they print folded."""
     # without white space: the PDF's text keeps the words of a line in order, not the runs of spaces between them
-    text = re.sub(r"\s+", "", run("pdftotext", "-layout", str(course_pdf), "-"))
+    text = re.sub(r"\s+", "", pdf_text(course_pdf))
     missing, checked, longest = [], 0, 0
     for name in chapter_names():
         executed = nbformat.read(built_site.OUTPUT / "_build" / "jupyter_execute" / "chapters" / f"{name}.ipynb", 4)

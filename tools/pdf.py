@@ -4,7 +4,7 @@
     python -m tools.pdf OUT.pdf   # elsewhere
 
 The website is built first if it is missing or stale (the build of `make book`). Each page of _toc.yml is
-opened in headless chromium from a local server, with the network closed (MathJax comes from the site
+opened in turn in one tab of headless chromium from a local server, with the network closed (MathJax comes from the site
 itself), and printed in the order of the book. Before printing, every folded answer of the recap quiz
 (a dropdown titled "Answer") is opened, so the printed quiz shows each answer under its question, in its
 titled box; folded code stays folded; figures are embedded as the page shows them; a printed line wider
@@ -76,8 +76,11 @@ def print_pages(html_dir, folder):
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=built_site.CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         context.route(re.compile(r"^(?!http://127\.0\.0\.1[:/]).*"), lambda route: route.abort())
+        # one tab, navigated from page to page: a new tab a page cost twice the CPU of a navigation (its renderer
+        # starts cold); the next page loads as the screen shows it, and is printed in print media
+        page = context.new_page()
         for i, name in enumerate(built_site.toc_pages()):
-            page = context.new_page()
+            page.emulate_media(media="screen")
             page.goto(urljoin(base, f"{name}.html"), wait_until="load")
             wait_for_maths(page)
             page.evaluate(f"() => {{ {OPEN_ANSWERS} }}")
@@ -94,7 +97,6 @@ def print_pages(html_dir, folder):
                 '<span class="title"></span> - <span class="pageNumber"></span></div>',
             )
             files.append(path)
-            page.close()
         browser.close()
     return files
 
