@@ -678,7 +678,7 @@ RECIPES = {
         # q3: torch.tril for the allowed pairs, masked_fill with minus infinity, softmax along the last dimension
         "q3": "def causal_weights(scores):\n"
         "    n = scores.shape[-1]\n"
-        "    allowed = torch.tril(torch.ones(n, n, dtype=torch.bool))\n"
+        "    allowed = torch.ones(n, n, dtype=torch.bool).tril()\n"
         "    return torch.softmax(scores.masked_fill(~allowed, float('-inf')), dim=-1)",
         # q4: int(...); torch.softmax, .sort(descending=True).values, .cumsum(0); min(int((totals < top_p).sum()) + 1,
         # len(chances))
