@@ -362,8 +362,8 @@ def _run_key(cfg: TinyConfig, steps: int, seed: int) -> str:
 # next token (from about step 110), a difference in the last bit of one sum grows by orders of magnitude within
 # tens of steps, so each CPU code path ends elsewhere (its last-30 loss 0.036 on the plain path, 0.045 on
 # AVX-512). The course ships the weights of that run as trained on the plain path below, a path every x86
-# machine has (tests/test_cpu_paths.py retrains it there: bit for bit on a processor like the one it shipped from;
-# on another, its first 100 steps within 1e-12, as the plain path still rounds a last bit by processor), and
+# machine has (tests/test_cpu_paths.py retrains it there and compares its first 100 steps
+# to within 1e-12: another processor rounds a last bit otherwise even on the plain path), and
 # `trained_model(causal=False)` loads them on any machine; chapter 2's lab retrains the first RETRAIN_STEPS
 # steps of the same recipe on the reader's machine (`shipped=False`), past the step where its loss falls
 # below the masked run's (about 180) yet in a few seconds, and checks the section's conclusions there.

@@ -18,8 +18,8 @@ masked run of tiny.STEPS, keeping on the way the 100-step run that chapter 1's l
 `keep`: the first k steps of a run are the k-step run, bit for bit, tests/test_tiny.py). On the plain path it
 also trains the whole unmasked run, keeping the tiny.RETRAIN_STEPS steps that chapter 2's lab loads, and checks
 that the shipped weights of the unmasked model (book/data/tiny_unmasked.pt) are what its recipe trains there:
-its first steps' losses within 1e-12, the whole run bit for bit where the processor rounds as the shipping one
-did (SHIPPED_CHECK says why not everywhere), and the kept first steps' losses. On the other paths chapter
+its first steps' losses within 1e-12 (not bit for bit: SHIPPED_CHECK says why), and the kept first steps'
+losses. On the other paths chapter
 2's lab retrains its tiny.RETRAIN_STEPS steps itself.
 Timing cells (nbval-ignore-output) are left out, as in the build's comparison; the sanitizers of
 tests/sanitize.cfg apply.
@@ -181,7 +181,7 @@ def test_the_goldens_print_the_same_on_another_cpu_path(path, tmp_path):
         f"cells printed something else: {', '.join(failed) or '(see below)'}\n{run.stdout[-6000:]}"
     )
     if path == "plain":
-        assert prepared.stdout.strip() in ("same", "close"), (
+        assert prepared.stdout.strip() == "same", (
             "book/data/tiny_unmasked.pt is not what its recipe trains on the plain path; retrain it with\n  "
             + " ".join(f"{k}={v}" for k, v in tiny.PLAIN_PATH.items())
             + f" python -m book.tiny ship\n{prepared.stderr[-3000:]}"
@@ -192,13 +192,12 @@ def test_the_goldens_print_the_same_on_another_cpu_path(path, tmp_path):
 # the 100 steps that chapter 1's lesson shows (its SHOWN_STEPS)
 PREPARE = "import torch; from book import tiny\ntiny.trained_model(keep=(100,))\n"
 # On the plain path: the whole unmasked run, keeping chapter 2's lab's first steps, must be the recipe's run that
-# ships. Bit for bit only on a processor like the one it was shipped from: something on the plain path still
-# picks its code by processor (the C library's exp and log and MKL can; not traced further), and on another
-# (seen: a Xeon with AMX) a loss differs in its last bit at step 4. The run is chaotic from about step 110 (book/tiny.py), so its
-# end moves with that bit; before then the two runs agree to a few units of the last place. So: the first
-# CALM_STEPS steps' losses within 1e-12 of the shipped ones (a wrong seed, rate or recipe is off from the first
-# step by far more), and the whole run and its weights equal where they are ('same') or not ('close'). The kept
-# first steps are then loaded, as the lab loads them, not trained again, and must be the run's own, bit for bit.
+# ships. Not bit for bit: something on the plain path still picks its code by processor (the C library's exp and
+# log and MKL can; not traced further), and on another processor (seen: a Xeon with AMX) a loss differs in its
+# last bit at step 4. The run is chaotic from about step 110 (book/tiny.py), so its end moves with that bit;
+# before then the two runs agree to a few units of the last place. So the first CALM_STEPS losses must be within
+# 1e-12 of the shipped ones (a wrong seed, rate or recipe is off from the first step by far more). The kept first
+# steps are then loaded, as the lab loads them, not trained again, and must be the run's own, bit for bit.
 CALM_STEPS = 100
 SHIPPED_CHECK = (
     "here, losses = tiny.trained_model(causal=False, shipped=False, keep=(tiny.RETRAIN_STEPS,))\n"
@@ -206,13 +205,10 @@ SHIPPED_CHECK = (
     "assert len(losses) == len(shipped_losses), 'a run of another length'\n"
     f"gap = max(abs(a - b) / abs(b) for a, b in zip(losses[:{CALM_STEPS}], shipped_losses[:{CALM_STEPS}]))\n"
     f"assert gap <= 1e-12, f'the first {CALM_STEPS} losses differ by {{gap:.1e}} (relative): not the recipe\\'s run'\n"
-    "identical = losses == shipped_losses and all(\n"
-    "    torch.equal(a, b) for a, b in zip(here.state_dict().values(), shipped.state_dict().values())\n"
-    ")\n"
     "tiny.train = None  # from here on, loaded or nothing\n"
     "_, first = tiny.trained_model(causal=False, shipped=False, steps=tiny.RETRAIN_STEPS)\n"
     "assert first == losses[:tiny.RETRAIN_STEPS], 'the kept first steps are not the run\\'s own'\n"
-    "print('same' if identical else 'close')"
+    "print('same')"
 )
 
 
