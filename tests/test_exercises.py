@@ -584,6 +584,14 @@ HONEST = {
     "02_causal_mask": [
         "def allowed_pairs(n):\n    return math.comb(n + 1, 2)",
         "def causal_mask(n):\n    return np.arange(n)[:, None] >= np.arange(n)[None, :]",
+        "def allowed_share(n):\n    return 0.5 + 0.5 / n",
+        "def masked_weights(scores):\n"
+        "    s = torch.tensor(scores, dtype=torch.float64)\n"
+        "    allowed = torch.ones(len(s), len(s), dtype=torch.bool).tril()\n"
+        "    return torch.softmax(s.masked_fill(~allowed, float('-inf')), dim=-1).numpy()",
+        "def zero_leak(row, position):\n"
+        "    later = len(row) - position - 1\n"
+        "    return later / (sum(math.exp(v) for v in row[: position + 1]) + later)",
     ],
     "04_kv_cache": [
         "def positions_without_cache(prompt, n_new, window):\n"
@@ -756,6 +764,25 @@ RECIPES = {
         "    return torch.multinomial(kept / kept.sum(), n, replacement=True, generator=generator)",
     },
     "02_causal_mask": {
+        # q1: build it from n on every call, np.tril(np.ones((n, n), dtype=bool)), and keep no copy of it
+        "q1": "def causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=bool))",
+        # q3: divide n * (n + 1) / 2 by n * n, Python ints and /
+        "q3": "def allowed_share(n):\n    return n * (n + 1) / 2 / (n * n)",
+        # q4: np.asarray(scores, dtype=float); ~np.tril(...) marks the blocked; np.where(blocked, -np.inf, scores)
+        # (a new array); subtract s.max(axis=1, keepdims=True) before np.exp; divide by each row's sum
+        "q4": "def masked_weights(scores):\n"
+        "    s = np.asarray(scores, dtype=float)\n"
+        "    n = len(s)\n"
+        "    blocked = ~np.tril(np.ones((n, n), dtype=bool))\n"
+        "    s = np.where(blocked, -np.inf, s)\n"
+        "    e = np.exp(s - s.max(axis=1, keepdims=True))\n"
+        "    return e / e.sum(axis=1, keepdims=True)",
+        # q5: a copy, np.array(row, dtype=float); row[position + 1:] set to 0; the course's softmax of the whole
+        # row; the weight after the position added up, converted with float(...)
+        "q5": "def zero_leak(row, position):\n"
+        "    row = np.array(row, dtype=float)\n"
+        "    row[position + 1:] = 0\n"
+        "    return float(softmax(row)[position + 1:].sum())",
         # q6: work in torch throughout; softmax each row (dim=-1); a torch.ones(T, T, dtype=torch.bool).tril()
         # mask filled with -inf above the diagonal; scores divided by math.sqrt(d_head); weights times values
         "q6": "def causal_attention(x, w_q, w_k, w_v):\n"
