@@ -605,12 +605,13 @@ HONEST = {
     ],
     "06_context_window": [
         "def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n"
-        "    if target * cache_bytes >= bandwidth:\n"
+        "    from fractions import Fraction\n"
+        "    t = Fraction(target)\n"
+        "    if t * cache_bytes >= bandwidth:\n"
         "        return None\n"
-        "    batch = 1\n"
-        "    while batch / ((weight_bytes + batch * cache_bytes) / bandwidth) < target:\n"
-        "        batch += 1\n"
-        "    return batch",
+        "    need = t * weight_bytes / (Fraction(bandwidth) - t * cache_bytes)\n"
+        "    batch = max(1, int(need))\n"
+        "    return batch if batch >= need else batch + 1",
     ],
     "08_using_pytorch": [
         "def top_p_count(raw, top_p):\n"
@@ -804,15 +805,14 @@ RECIPES = {
         # q3: divide with / throughout
         "q3": "def tokens_per_second(weight_bytes, cache_bytes, batch, bandwidth):\n"
         "    return batch / ((weight_bytes + batch * cache_bytes) / bandwidth)",
-        # q4: the ceiling only when cache_bytes > 0, None at or above it, before any search; then batches 1, 2,
-        # 3, ... counted in ints, the first whose output is >= target
+        # q4: None when target * cache_bytes >= bandwidth, before anything else; int(...); the ceiling of a / d as
+        # -(-a // d), a = target * weight_bytes, d = bandwidth - target * cache_bytes; max(1, ...); no search
         "q4": "def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n"
-        "    if cache_bytes > 0 and target >= bandwidth / cache_bytes:\n"
+        "    if target * cache_bytes >= bandwidth:\n"
         "        return None\n"
-        "    batch = 1\n"
-        "    while batch * bandwidth / (weight_bytes + batch * cache_bytes) < target:\n"
-        "        batch += 1\n"
-        "    return batch",
+        "    a = target * weight_bytes\n"
+        "    d = bandwidth - target * cache_bytes\n"
+        "    return max(1, int(-(-a // d)))",
         # q5: the reading and arithmetic times of the recipes; compare with >=
         "q5": "def decode_step(n_params, bytes_per_number, cache_bytes, batch, bandwidth, ops_per_second):\n"
         "    read_s = (n_params * bytes_per_number + batch * cache_bytes) / bandwidth\n"
