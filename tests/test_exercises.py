@@ -724,7 +724,7 @@ RECIPES = {
         "    return g * prompt + g * (g - 1) // 2 + (n_new - g) * window",
     },
     "05_sampling": {
-        # q1: book's softmax of the raw outputs divided by temperatures[:, None]
+        # q1: book's softmax of the raw outputs divided by temperatures[:, None], a new array (no /=), in float64
         "q1": "def rows_with_temperature(logits, temperatures):\n    return softmax(logits / temperatures[:, None])",
         # q2: minus the sum along each row of p * np.log(np.where(p > 0, p, 1.0))
         "q2": "def spreads(chances):\n    p = chances\n    return -(p * np.log(np.where(p > 0, p, 1.0))).sum(axis=1)",
@@ -749,17 +749,17 @@ RECIPES = {
         "    pair = np.asarray(first)[:, None] * np.asarray(second)\n"
         "    i, j = np.unravel_index(pair.argmax(), pair.shape)\n"
         "    return int(i), int(j), float(pair[i, j])",
-        # q6: a generator of its own; temperature 0: torch.full of int(logits.argmax()) before any division;
-        # torch.softmax(logits / temperature); torch.sort(descending=True); keep the ids of the order whose total
-        # before them (cumsum minus its own chance) is below top_p; their chances into torch.zeros_like, divided
-        # by the total; torch.multinomial(..., replacement=True, generator=generator)
+        # q6: a generator of its own, from seed itself; temperature 0: torch.full of int(logits.argmax()) as
+        # int64 before any division; torch.softmax(logits / temperature); torch.sort(descending=True); keep the ids
+        # of the order whose total before them (cumsum minus its own chance) is below top_p - 1e-9; their chances
+        # into torch.zeros_like, divided by the total; torch.multinomial(..., replacement=True, generator=generator)
         "q6": "def sample_ids(logits, temperature, top_p, n, seed):\n"
         "    generator = torch.Generator().manual_seed(seed)\n"
         "    if temperature == 0:\n"
         "        return torch.full((n,), int(logits.argmax()), dtype=torch.int64)\n"
         "    chances = torch.softmax(logits / temperature, dim=-1)\n"
         "    ordered, order = torch.sort(chances, descending=True)\n"
-        "    ids = order[ordered.cumsum(0) - ordered < top_p]\n"
+        "    ids = order[ordered.cumsum(0) - ordered < top_p - 1e-9]\n"
         "    kept = torch.zeros_like(chances)\n"
         "    kept[ids] = chances[ids]\n"
         "    return torch.multinomial(kept / kept.sum(), n, replacement=True, generator=generator)",
