@@ -650,6 +650,42 @@ def test_a_cpu_hog_slows_honest_neighbours_at_most_twice(mode):
     assert ratio <= 2.0, f"a hog slowed honest notebooks {ratio:.2f}x ({idle} s beside an idle sandbox, {hog} s)"
 
 
+def test_an_answer_a_check_cannot_read_loses_its_question_only():
+    """A learner's generate returned a tensor where the capstone asks for a list: its check, written for a list,
+    raised ValueError and the whole notebook was a grader fault (0 of 5, correct answers to q1 to q4 lost). The
+    question is now scored 0 with the plain comparison's reason; a check that fails on an answer of the
+    solution's own kind is still the grader's fault."""
+
+    def check_q1(got, want, args):
+        if got[0] != want[0]:  # a comparison of lists: an array here raises ValueError
+            raise judge.Wrong("the tokens are wrong")
+
+    from tools.grading import judge
+
+    exercise = grade.Exercise("x", ["q1", "q2"], "", {"check_q1": check_q1}, b"")
+    exercise.probes = 'PROBES = [("q1", "generate", (1,), None, "a prompt"), ("q2", "loss", (2,), None)]\n'
+    reference = grade.Reference(answers=[[1, 2], 0.5], args=[(1,), (2,)])
+    questions_of = grade.probe_functions(exercise, reference)
+    array = {"ndarray": {"dtype": "int64", "shape": [2], "data": [1, 2]}}
+    run = grade.Run(answers={0: array, 1: {"float": 0.5}}, finished=True)
+    verdicts = grade.judge_run(exercise, reference, questions_of, run)
+    assert tuple(verdicts["q1"]) == (0.0, "q1 (generate) on a prompt: the answer is a NumPy array of int64; expected a list")
+    assert verdicts["q2"].score == 1.0
+    run = grade.Run(answers={0: {"list": [{"int": 1}, {"int": 3}]}, 1: {"float": 0.5}}, finished=True)
+    assert tuple(grade.judge_run(exercise, reference, questions_of, run)["q1"]) == (
+        0.0,
+        "q1 (generate): the tokens are wrong",
+    )
+
+    def broken(got, want, args):
+        return got[0]["no such key"]  # raises on every answer: the master's fault, not the learner's
+
+    exercise.checks = {"check_q1": broken}
+    run = grade.Run(answers={0: {"list": [{"int": 1}, {"int": 2}]}, 1: {"float": 0.5}}, finished=True)
+    with pytest.raises(TypeError):
+        grade.judge_run(exercise, reference, questions_of, run)
+
+
 def test_reasons_name_the_property_and_the_kind_of_input_never_values():
     """A probe record may carry a 5th item, a description of its input, which the reason uses; a
     reason shows neither the answer, nor the solution's shape or length, nor an exception's message."""

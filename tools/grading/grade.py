@@ -352,7 +352,19 @@ def judge_run(exercise: Exercise, reference: Reference, questions_of: list[Probe
                     judge.same(judge.Missing(probe.function), None)
             check = exercise.checks.get(f"check_{q}")
             if check:
-                check(got, want, args)
+                try:
+                    check(list(got), list(want), args)  # copies: a check may rebind items
+                except judge.Wrong:
+                    raise
+                except Exception:
+                    # A check is written for answers of the solution's kind: given another kind (a tensor where
+                    # a list is asked, say) it may raise, which would fail the whole notebook. The plain
+                    # comparison then names the answer's kind; if every answer is of the solution's kind, the
+                    # check itself is at fault and the grader says so.
+                    for (_, probe), g, w in zip(probes, got, want):
+                        on = probe.what
+                        judge.same(g, w)
+                    raise
             else:
                 for (_, probe), g, w in zip(probes, got, want):
                     on = probe.what
