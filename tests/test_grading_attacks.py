@@ -570,6 +570,7 @@ def _honest_work():
         best = min(best, time.perf_counter() - start)
     return HONEST_LOOP.format(n=max(n, round(n * HONEST_SECONDS / best)))
 
+
 NEIGHBOUR_SECONDS = 12  # the time limit in these batches: the idle neighbour outlives the honest notebooks beside it
 IDLE = "import time\ntime.sleep(3600)"
 HOG = """import os, time
@@ -669,7 +670,10 @@ def test_an_answer_a_check_cannot_read_loses_its_question_only():
     array = {"ndarray": {"dtype": "int64", "shape": [2], "data": [1, 2]}}
     run = grade.Run(answers={0: array, 1: {"float": 0.5}}, finished=True)
     verdicts = grade.judge_run(exercise, reference, questions_of, run)
-    assert tuple(verdicts["q1"]) == (0.0, "q1 (generate) on a prompt: the answer is a NumPy array of int64; expected a list")
+    assert tuple(verdicts["q1"]) == (
+        0.0,
+        "q1 (generate) on a prompt: the answer is a NumPy array of int64; expected a list",
+    )
     assert verdicts["q2"].score == 1.0
     run = grade.Run(answers={0: {"list": [{"int": 1}, {"int": 3}]}, 1: {"float": 0.5}}, finished=True)
     assert tuple(grade.judge_run(exercise, reference, questions_of, run)["q1"]) == (
