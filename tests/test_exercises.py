@@ -41,6 +41,8 @@ def _need(*names):
     missing = [n for n in names if n not in NAMES]
     if missing:
         pytest.skip(f"EX={','.join(NAMES)} leaves out {', '.join(missing)}")
+
+
 RUN_TIMEOUT = 120  # seconds for one notebook's run in tools/grading/run_variants.py (a solved one takes about a second)
 
 
