@@ -594,6 +594,11 @@ HONEST = {
         "def zero_leak(row, position):\n"
         "    later = len(row) - position - 1\n"
         "    return later / (sum(math.exp(v) for v in row[: position + 1]) + later)",
+        # PyTorch's own causal attention, which q6 tells learners to compare against: its scaling rounds
+        # otherwise than the master's, so no probe may turn on the last digits of the scores
+        "def causal_attention(x, w_q, w_k, w_v):\n"
+        "    from torch.nn import functional as F\n"
+        "    return F.scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, is_causal=True)",
     ],
     "04_kv_cache": [
         "def positions_without_cache(prompt, n_new, window):\n"
