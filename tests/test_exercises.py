@@ -614,6 +614,8 @@ HONEST = {
         "def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n"
         "    from fractions import Fraction\n"
         "    t = Fraction(target)\n"
+        "    if t * weight_bytes == 0 and t * cache_bytes <= bandwidth:\n"
+        "        return 1\n"
         "    if t * cache_bytes >= bandwidth:\n"
         "        return None\n"
         "    need = t * weight_bytes / (Fraction(bandwidth) - t * cache_bytes)\n"
@@ -812,9 +814,12 @@ RECIPES = {
         # q3: divide with / throughout
         "q3": "def tokens_per_second(weight_bytes, cache_bytes, batch, bandwidth):\n"
         "    return batch / ((weight_bytes + batch * cache_bytes) / bandwidth)",
-        # q4: None when target * cache_bytes >= bandwidth, before anything else; int(...); the ceiling of a / d as
-        # -(-a // d), a = target * weight_bytes, d = bandwidth - target * cache_bytes; max(1, ...); no search
+        # q4: 1 when target * weight_bytes == 0 and target * cache_bytes <= bandwidth, first; None when
+        # target * cache_bytes >= bandwidth; int(...); the ceiling of a / d as -(-a // d), a = target *
+        # weight_bytes, d = bandwidth - target * cache_bytes; max(1, ...); no search
         "q4": "def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n"
+        "    if target * weight_bytes == 0 and target * cache_bytes <= bandwidth:\n"
+        "        return 1\n"
         "    if target * cache_bytes >= bandwidth:\n"
         "        return None\n"
         "    a = target * weight_bytes\n"
