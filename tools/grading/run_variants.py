@@ -13,6 +13,7 @@ tested by tests/test_grading_attacks.py.
 
 import json
 import os
+import resource
 import signal
 import sys
 import time
@@ -24,16 +25,28 @@ import torch  # noqa: E402
 import book  # noqa: E402,F401
 import book.tiny  # noqa: E402,F401
 from tools.grading import grade_runner  # noqa: E402
+from tools.grading.sandbox import MEMORY_BYTES  # noqa: E402
 
 torch.set_num_threads(1)
 PARALLEL = 2
 TIMEOUT = 120  # seconds per run
 
 
+def _address_space():
+    """The bytes of address space this process holds now (torch and numpy imported)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def start(job):
     pid = os.fork()
     if pid == 0:
         try:
+            # as in the grader's sandbox, a run gets MEMORY_BYTES more than what it starts with: a planted answer
+            # that builds an array of every step fails at once with MemoryError, not after filling the machine's
+            # memory (which slowed the suite's other worker, and a golden's kernel printed to stderr under it)
+            limit = _address_space() + MEMORY_BYTES
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             fd = os.open(job["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(fd, 1)
             os.chdir(Path(job["out"]).parent)
