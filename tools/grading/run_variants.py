@@ -42,9 +42,9 @@ def start(job):
     pid = os.fork()
     if pid == 0:
         try:
-            # as in the grader's sandbox, a run gets MEMORY_BYTES more than what it starts with: a planted answer
-            # that builds an array of every step fails at once with MemoryError, not after filling the machine's
-            # memory (which slowed the suite's other worker, and a golden's kernel printed to stderr under it)
+            # the grader's sandbox caps a run at MEMORY_BYTES; here the cap comes on top of what the run starts
+            # with (torch imported): a planted answer that builds an array of every step fails at once with
+            # MemoryError, not after filling the machine's memory, which slowed the suite's other worker
             limit = _address_space() + MEMORY_BYTES
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             fd = os.open(job["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
