@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy  # noqa: E402,F401  imported once, shared by every child
 import torch  # noqa: E402
+import torch._dynamo  # noqa: E402,F401  what torch.optim's first optimizer imports: 2-4 s a run, once here
 
 import book  # noqa: E402,F401
 import book.tiny  # noqa: E402,F401
@@ -58,19 +59,25 @@ def start(job):
 
 def main(spec):
     pending = list(json.loads(Path(spec).read_text()))
-    running = {}  # pid -> deadline
+    running = {}  # pid -> (deadline, job, start)
+    times = []  # (seconds, notebook) of each run, for RUN_VARIANTS_TIMES
     while pending or running:
         while pending and len(running) < PARALLEL:
-            running[start(pending.pop(0))] = time.monotonic() + TIMEOUT
-        for pid, deadline in list(running.items()):
+            job = pending.pop(0)
+            running[start(job)] = (time.monotonic() + TIMEOUT, job, time.monotonic())
+        for pid, (deadline, job, began) in list(running.items()):
             done, _ = os.waitpid(pid, os.WNOHANG)
-            if done:
-                del running[pid]
-            elif time.monotonic() > deadline:
+            if not done and time.monotonic() > deadline:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
+                done = True
+            if done:
                 del running[pid]
+                times.append((time.monotonic() - began, job["notebook"]))
         time.sleep(0.005)
+    if os.environ.get("RUN_VARIANTS_TIMES"):
+        with open(os.environ["RUN_VARIANTS_TIMES"], "a") as f:
+            f.writelines(f"{t:7.2f} {nb}\n" for t, nb in sorted(times, reverse=True))
 
 
 if __name__ == "__main__":
