@@ -128,6 +128,11 @@ SLOW = {
 
 def pytest_addoption(parser):
     parser.addoption(
+        "--timeline",
+        metavar="FILE",
+        help="write when each test file ran on which worker (first start, last stop, seconds in tests) into FILE",
+    )
+    parser.addoption(
         "--write-durations",
         action="store_true",
         help="write the seconds each test file took into tests/durations.json, the order of the next runs",
@@ -146,15 +151,26 @@ def pytest_collection_modifyitems(items):
 
 
 _spent = {}
+_ran = {}  # group -> [worker, first start, last stop] (--timeline)
 
 
 def pytest_runtest_logreport(report):
     """The seconds of every test's setup, call and teardown, by file (the controller sees every worker's)."""
     group = group_of(TESTS.parent / report.nodeid.split("::")[0])  # node ids start at the repository's root
     _spent[group] = _spent.get(group, 0.0) + report.duration
+    worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "main")
+    ran = _ran.setdefault(group, [worker, report.start, report.stop])
+    ran[1], ran[2] = min(ran[1], report.start), max(ran[2], report.stop)
 
 
 def pytest_sessionfinish(session):
+    timeline = session.config.getoption("--timeline")
+    if timeline and not hasattr(session.config, "workerinput") and _ran:
+        begin = min(start for _, start, _ in _ran.values())
+        rows = sorted((start - begin, stop - begin, worker, g) for g, (worker, start, stop) in _ran.items())
+        Path(timeline).write_text(
+            "".join(f"{w:>4} {a:7.1f} {b:7.1f} {b - a:7.1f} {_spent[g]:7.1f}  {g}\n" for a, b, w, g in rows)
+        )
     if session.config.getoption("--write-durations") and not hasattr(session.config, "workerinput"):
         seconds = {**measured_seconds(), **{g: round(s, 1) for g, s in _spent.items()}}
         DURATIONS.write_text(json.dumps(dict(sorted(seconds.items(), key=lambda kv: -kv[1])), indent=1) + "\n")
