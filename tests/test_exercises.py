@@ -777,15 +777,18 @@ RECIPES = {
     "02_causal_mask": {
         # q1: build it from n on every call, np.tril(np.ones((n, n), dtype=bool)), and keep no copy of it
         "q1": "def causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=bool))",
-        # q3: divide n * (n + 1) / 2 by n * n, Python ints and /
+        # q3: divide n * (n + 1) / 2 by n * n, Python ints and / (a float division of a float by n * n, which
+        # rounds past 2**53: 1 ulp off the correctly rounded share for about a quarter of n past 10**8, within the prompt's
+        # "float64's precision")
         "q3": "def allowed_share(n):\n    return n * (n + 1) / 2 / (n * n)",
-        # q4: np.asarray(scores, dtype=float); ~np.tril(...) marks the blocked; np.where(blocked, -np.inf, scores)
-        # (a new array); subtract s.max(axis=1, keepdims=True) before np.exp; divide by each row's sum
+        # q4: a new array, np.array(scores, dtype=float); ~np.tril(...) marks the blocked; -np.inf put in them
+        # (into that copy: the second learner pass wrote into np.asarray's, the caller's own array); subtract
+        # s.max(axis=1, keepdims=True) before np.exp; divide by each row's sum
         "q4": "def masked_weights(scores):\n"
-        "    s = np.asarray(scores, dtype=float)\n"
+        "    s = np.array(scores, dtype=float)\n"
         "    n = len(s)\n"
         "    blocked = ~np.tril(np.ones((n, n), dtype=bool))\n"
-        "    s = np.where(blocked, -np.inf, s)\n"
+        "    s[blocked] = -np.inf\n"
         "    e = np.exp(s - s.max(axis=1, keepdims=True))\n"
         "    return e / e.sum(axis=1, keepdims=True)",
         # q5: a copy, np.array(row, dtype=float); row[position + 1:] set to 0; the course's softmax of the whole
