@@ -611,6 +611,15 @@ HONEST = {
         "    free = memory_bytes - weight_bytes\n"
         "    return free // (bytes_per_token * context) if free > 0 else 0",
     ],
+    "05_sampling": [
+        # q3 under the question's own rule: a total within 1e-9 of top_p reaches it, so the literal largest
+        # top_p is the total of the k likeliest plus 1e-9 (a learner's); the question counts it right
+        "def largest_top_p(chances, k):\n"
+        "    p = np.sort(np.asarray(chances, dtype=np.float64))[::-1]\n"
+        "    if k >= len(p):\n"
+        "        return 1.0\n"
+        "    return float(min(np.cumsum(p)[k - 1] + 1e-9, 1.0))",
+    ],
     "06_context_window": [
         "def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n"
         "    from fractions import Fraction\n"
