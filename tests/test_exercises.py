@@ -619,6 +619,21 @@ HONEST = {
         "    if k >= len(p):\n"
         "        return 1.0\n"
         "    return float(min(np.cumsum(p)[k - 1] + 1e-9, 1.0))",
+        # q6 with the global generator seeded, then restored: the same draws as the question's own generator
+        # and the global state left as it was, so the question's observable contract is met (learner11)
+        "def sample_ids(logits, temperature, top_p, n, seed):\n"
+        "    if temperature == 0:\n"
+        "        return torch.full((n,), int(torch.argmax(logits)), dtype=torch.int64)\n"
+        "    chances = torch.softmax(logits / temperature, dim=-1)\n"
+        "    values, order = torch.sort(chances, descending=True, stable=True)\n"
+        "    keep = order[(torch.cumsum(values, 0) - values) < top_p - 1e-9]\n"
+        "    cut = torch.zeros_like(chances)\n"
+        "    cut[keep] = chances[keep]\n"
+        "    state = torch.get_rng_state()\n"
+        "    torch.manual_seed(seed)\n"
+        "    out = torch.distributions.Categorical(probs=cut).sample((n,))\n"
+        "    torch.set_rng_state(state)\n"
+        "    return out",
     ],
     "06_context_window": [
         "def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n"
