@@ -646,6 +646,14 @@ HONEST = {
         "    need = t * weight_bytes / (Fraction(bandwidth) - t * cache_bytes)\n"
         "    batch = max(1, int(need))\n"
         "    return batch if batch >= need else batch + 1",
+        # q6, a learner's: model.eval() first (every model, public and hidden, is an nn.Module)
+        "def generate_in_window(model, prompt, n_new, window):\n"
+        "    ids = [*prompt]\n"
+        "    model.eval()\n"
+        "    for _ in range(n_new):\n"
+        "        x = torch.tensor(ids[-window:]).unsqueeze(0)\n"
+        "        ids.append(model(x)[:, -1, :].argmax(dim=-1).item())\n"
+        "    return ids",
     ],
     "08_using_pytorch": [
         "def top_p_count(raw, top_p):\n"
