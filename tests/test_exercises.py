@@ -592,8 +592,12 @@ HONEST = {
         "    s = torch.tensor(scores, dtype=torch.float64)\n"
         "    allowed = torch.ones(len(s), len(s), dtype=torch.bool).tril()\n"
         "    return torch.softmax(s.masked_fill(~allowed, float('-inf')), dim=-1).numpy()",
+        # a closed form, with no max subtracted: at the last position it returns 0 at once (else 0 / 0 when
+        # every e**score underflows)
         "def zero_leak(row, position):\n"
         "    later = len(row) - position - 1\n"
+        "    if later == 0:\n"
+        "        return 0.0\n"
         "    return later / (sum(math.exp(v) for v in row[: position + 1]) + later)",
         # PyTorch's own causal attention, which q6 tells learners to compare against: its scaling rounds
         # otherwise than the master's, so no probe may turn on the last digits of the scores
