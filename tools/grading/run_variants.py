@@ -9,6 +9,9 @@ numpy, torch and book once, then forks one child per run, two at a time, which r
 grader's own runner and writes what it prints to OUT. A child that takes longer than the
 time limit is killed (its OUT then lacks the final "done" line). The sandbox itself is
 tested by tests/test_grading_attacks.py.
+
+With RUN_VARIANTS_TIMES=FILE in the environment, each run's wall seconds and notebook are appended to FILE,
+slowest first (to find the planted answers that cost the suite its time).
 """
 
 import json
