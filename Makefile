@@ -6,8 +6,6 @@ BIN := $(VENV)/bin
 # requirements-dev.txt adds the website build, the tests and the formatter, and includes the first.
 # Each set pins every package it needs, so it is installed with --no-deps (pip resolves nothing, and
 # otter-grader's nbconvert[webpdf] does not pull a browser driver into the learner set); pip check proves it whole.
-# --no-compile: pip would compile every module of every package (about 20 of a fresh setup's 60 s); Python
-# compiles only what is imported, on its first import, and keeps it (make test lets its processes write bytecode).
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: setup book test check lint bench golden exercises colab newer-stack grade feedback release pdf clean
@@ -15,7 +13,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt py
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-deps --no-compile -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-dev.txt
 	$(BIN)/python -m pip check
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
