@@ -614,6 +614,19 @@ HONEST = {
         "def conversations_that_fit(memory_bytes, weight_bytes, bytes_per_token, context):\n"
         "    free = memory_bytes - weight_bytes\n"
         "    return free // (bytes_per_token * context) if free > 0 else 0",
+        # q2, a learner's ceiling (learner14): the sizes always make whole bytes, so rounding up is exact too
+        "def kv_bytes_per_token(n_layers, n_heads, n_kv_heads, d_head, bits_per_number):\n"
+        "    return -(-2 * n_layers * n_kv_heads * d_head * bits_per_number // 8)",
+        # q5, a learner's: one token at a time, stacked (the question says n >= 1, so no probe feeds an empty chunk)
+        "def attention_chunk(x_new, k_cache, v_cache, w_q, w_k, w_v):\n"
+        "    k_all = torch.cat([k_cache, x_new @ w_k])\n"
+        "    v_all = torch.cat([v_cache, x_new @ w_v])\n"
+        "    t = k_cache.shape[0]\n"
+        "    outs = []\n"
+        "    for i, x in enumerate(x_new):\n"
+        "        s = k_all[: t + i + 1] @ (x @ w_q) / math.sqrt(w_q.shape[1])\n"
+        "        outs.append(torch.softmax(s, dim=0) @ v_all[: t + i + 1])\n"
+        "    return torch.stack(outs), k_all, v_all",
     ],
     "05_sampling": [
         # q3 under the question's own rule: a total within 1e-9 of top_p reaches it, so the literal largest
