@@ -31,12 +31,17 @@ TESTS ?=
 # The tests' processes may keep Python's bytecode caches (__pycache__/, git-ignored): where the environment says
 # PYTHONDONTWRITEBYTECODE, every worker, kernel and inner pytest compiles the course's modules again and pytest
 # rewrites its plugins' asserts again (about 2 CPU s a pytest process).
+# compileall writes them before the tests start. A fresh clone has none, and (likely cause, not traced) sandboxed
+# grading runs and kernels that cannot write them compile book/ and tools/ in memory each time (fresh clone,
+# quiet machine: pytest 335 s and 372 s without it, 293 s with it).
 test check: export PYTHONDONTWRITEBYTECODE =
 test: setup lint
+	$(BIN)/python -m compileall -q book tools tests
 	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --no-loadscope-reorder $(TESTS)
 
 # The fast tier (about a minute): lint, format, and every test file not marked slow in tests/conftest.py.
 check: setup lint
+	$(BIN)/python -m compileall -q book tools tests
 	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --no-loadscope-reorder -m "not slow" $(TESTS)
 
 # ruff's lint and format rules (pyproject.toml) on every Python file; `$(BIN)/ruff format .` fixes the format.
