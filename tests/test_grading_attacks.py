@@ -176,6 +176,23 @@ def _read_rows(out):
     return table
 
 
+BACKGROUND = "cheat_background_rewrites_csv.ipynb"
+BACKGROUND_WAIT = 5  # the background attack writes 3 s after its start: it gets 5 s after it to try
+
+
+def _left_to_the_background_attack(rows):
+    """Seconds still to wait, at the batch's end, before the background attack has had BACKGROUND_WAIT s since its
+    start. The batch grades by name, JOBS at a time, so the submissions after it in the CSV ran after its start:
+    all but the one that may have run beside it had started after it ended, so the batch went on for at least their
+    seconds, shared among the jobs (a lower bound; a missing row waits the whole BACKGROUND_WAIT)."""
+    names = [r["submission"] for r in rows]
+    if BACKGROUND not in names:
+        return BACKGROUND_WAIT
+    after = [r["seconds"] for r in rows[names.index(BACKGROUND) + 1 :]]
+    since = (sum(after) - max(after, default=0.0)) / JOBS
+    return max(0.0, BACKGROUND_WAIT - since)
+
+
 @functools.cache
 def _capped_as(mode):
     """Whether the grader, run in `mode`, can cap a sandbox's total memory (a cgroup of its own)."""
@@ -239,7 +256,7 @@ def batch(request):
         elapsed = time.monotonic() - started
         assert result.returncode == 0, f"the grader failed: {result.stderr[-2000:]}"
         csv_after_batch = out.read_bytes()
-        time.sleep(5)  # the background attack writes 3 s after its start: give it the time to try
+        time.sleep(_left_to_the_background_attack(_read_rows(out)))
         marked = [
             str(p)
             for d in (ROOT / "tools", ROOT / "book")
@@ -861,3 +878,15 @@ def test_a_lookup_table_of_leaked_inputs_scores_nothing_on_a_fresh_run(tmp_path)
     fresh_run = grade.grade_folder(zip_path, folder, timeout=60, jobs=1, report=None, seed=2, uncapped_memory=True)[0]
     assert same_run["total"] == same_run["possible"], same_run["reason"]
     assert fresh_run["total"] == 0, fresh_run["reason"]
+
+
+def test_the_wait_for_the_background_attack_counts_only_what_ran_after_it():
+    row = lambda name, s: {"submission": name, "seconds": s}  # noqa: E731
+    before = [row("a.ipynb", 9.0), row(BACKGROUND, 1.0)]
+    assert _left_to_the_background_attack(before) == BACKGROUND_WAIT  # graded last: the whole wait
+    assert _left_to_the_background_attack([row("a.ipynb", 1.0)]) == BACKGROUND_WAIT  # no row: the whole wait
+    # after it: 4 + 3 + 1 s; the longest (4 s) may have run beside it, the rest shared by the jobs
+    later = before + [row("x.ipynb", 4.0), row("y.ipynb", 3.0), row("z.ipynb", 1.0)]
+    assert _left_to_the_background_attack(later) == BACKGROUND_WAIT - 4.0 / JOBS
+    assert _left_to_the_background_attack(later + [row("zz.ipynb", 20.0)]) == BACKGROUND_WAIT - 8.0 / JOBS
+    assert _left_to_the_background_attack(later + [row("zz.ipynb", 6.0)] * 2) == 0.0
