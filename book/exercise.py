@@ -31,6 +31,7 @@ import re
 import signal
 import sys
 import threading
+import time
 import types
 from collections import Counter
 from pathlib import Path
@@ -110,22 +111,39 @@ def answer_fingerprint(spec, env) -> str:
 
 
 CHECK_SECONDS = 90  # a public check of any question runs in seconds; past this, the answer does not finish
+BUSY_SHARE = 1 / 3  # below this share of the processor in the last CHECK_SECONDS, the check waits longer ...
+BUSY_ROUNDS = 3  # ... up to this many times CHECK_SECONDS in all: a busy machine is not the learner's loop
 
 
 class _TooLong(KeyboardInterrupt):  # doctest catches every exception but KeyboardInterrupt, which it passes on
-    pass
+    def __init__(self, wall, cpu):
+        super().__init__(wall, cpu)
+        self.wall, self.cpu = wall, cpu
 
 
 @contextlib.contextmanager
 def _time_limit(seconds):
     """Stop what runs inside after `seconds` (raising _TooLong), where a timer signal can be had: the main thread
-    of a POSIX process, as a notebook's kernel runs its cells; elsewhere, no limit."""
+    of a POSIX process, as a notebook's kernel runs its cells; elsewhere, no limit.
+
+    A loop that never ends spins the processor. Where the code inside had less than BUSY_SHARE of it in the last
+    `seconds` (other programs hold the machine, or the code waits on a sleep or a lock), it gets another
+    `seconds`, up to BUSY_ROUNDS in all: a slow, busy machine (a learner saw honest answers stopped under a
+    load of 15) is not taken for an endless loop, and a wait with no end still stops."""
     if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
         return
+    wall0, cpu0 = time.monotonic(), time.process_time()
+    rounds = [wall0, cpu0]  # when the current round began: wall and processor seconds
 
     def stop(_signum, _frame):
-        raise _TooLong
+        now, cpu = time.monotonic(), time.process_time()
+        share = (cpu - rounds[1]) / max(now - rounds[0], 1e-9)
+        if share < BUSY_SHARE and now - wall0 < seconds * (BUSY_ROUNDS - 0.5):
+            rounds[:] = [now, cpu]
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+            return
+        raise _TooLong(now - wall0, cpu - cpu0)
 
     previous = signal.signal(signal.SIGALRM, stop)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -205,16 +223,22 @@ class Grader:
         try:
             with _time_limit(CHECK_SECONDS):
                 tests.run(dict(global_env))  # a copy: the checks' own variables do not overwrite the learner's
-        except _TooLong:
+        except _TooLong as stopped:
             self.failures[question, "time"] += 1
+            spun = stopped.cpu >= BUSY_SHARE * stopped.wall
             return Feedback(
                 question,
                 False,
                 [
-                    f"{question}: not yet right (the check stopped after {CHECK_SECONDS:g} s)",
+                    f"{question}: not yet right (the check stopped after {stopped.wall:.0f} s, "
+                    f"{stopped.cpu:.0f} s of them computing)",
                     "Your code did not finish: a loop whose condition never turns false, a search with no end, or"
                     " work too slow for the sizes asked (a loop over a billion steps, where a formula counts at"
-                    " once)?",
+                    " once)?"
+                    if spun
+                    else "Your code did not finish, and it had the processor for little of that time: does it wait"
+                    " (time.sleep, input(), a lock) in a loop with no end? If other programs keep this machine"
+                    " busy, run the check again when they are done.",
                     "Interrupt nothing: the check has stopped it. Fix the loop (or count without one), run its cell,"
                     " and check again.",
                 ],
