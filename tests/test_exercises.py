@@ -587,7 +587,8 @@ HONEST = {
     "02_causal_mask": [
         "def allowed_pairs(n):\n    return math.comb(n + 1, 2)",
         "def causal_mask(n):\n    return np.arange(n)[:, None] >= np.arange(n)[None, :]",
-        "def allowed_share(n):\n    return 0.5 + 0.5 / n",
+        # a NumPy float64, which is a float (a learner's such answer once scored 0)
+        "def allowed_share(n):\n    return np.float64(0.5) + 0.5 / n",
         "def masked_weights(scores):\n"
         "    s = torch.tensor(scores, dtype=torch.float64)\n"
         "    allowed = torch.ones(len(s), len(s), dtype=torch.bool).tril()\n"
