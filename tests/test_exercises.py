@@ -786,8 +786,11 @@ RECIPES = {
     "05_sampling": {
         # q1: book's softmax of the raw outputs divided by temperatures[:, None], a new array (no /=), in float64
         "q1": "def rows_with_temperature(logits, temperatures):\n    return softmax(logits / temperatures[:, None])",
-        # q2: minus the sum along each row of p * np.log(np.where(p > 0, p, 1.0))
-        "q2": "def spreads(chances):\n    p = chances\n    return -(p * np.log(np.where(p > 0, p, 1.0))).sum(axis=1)",
+        # q2: float64 first, np.asarray(chances, dtype=float); minus the sum along each row of
+        # p * np.log(np.where(p > 0, p, 1.0))
+        "q2": "def spreads(chances):\n"
+        "    p = np.asarray(chances, dtype=float)\n"
+        "    return -(p * np.log(np.where(p > 0, p, 1.0))).sum(axis=1)",
         # q3: float(...); add up k chances; sort with np.sort(...)[::-1] first; 1.0 when k >= len(chances), first
         "q3": "def largest_top_p(chances, k):\n"
         "    if k >= len(chances):\n"
