@@ -849,6 +849,36 @@ def test_a_by_hand_rule_flags_an_alias_and_not_the_solution(name):
         assert any(w.startswith(f"{question} asks for its own code") for w in warnings), (question, warnings)
 
 
+@pytest.mark.parametrize(
+    ("body", "flagged"),
+    [
+        ("model.eval()\n    out = model(x)\n    model.train(True)", False),
+        ("was = model.training\n    model.eval()\n    model.train(was)", False),
+        ("out = eval('model(x)')", True),
+        ("out = builtins.eval('model(x)')", True),
+        ("out = getattr(model, 'forward')(x)", True),
+        ("out = vars(model)['forward'](x)", True),
+        ("out = model.__dict__['forward'](x)", True),
+    ],
+)
+def test_a_method_named_eval_is_not_the_builtin_eval(body, flagged):
+    """A learner's `generate` that called `model.eval()` was flagged as looking a name up at run time: an
+    attribute named like a dynamic builtin is a method, not the builtin; a bare `eval(...)`, `builtins.eval`,
+    `getattr`, `vars` and `__dict__` still are."""
+    name = "11_build_the_gpt"
+    exercise = grade.load_exercise(ROOT / "autograder" / f"{name}.zip")
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "source": "import builtins"},
+            {"cell_type": "code", "source": f"def generate(model, x):\n    {body}\n    return out"},
+        ]
+    }
+    warnings = [w for w in grade.by_hand_warnings(name, notebook, exercise.template) if w.startswith("q5 ")]
+    assert bool(warnings) == flagged, (body, warnings)
+    if flagged:
+        assert warnings == ["q5 asks for its own code, and its definition reaches a name looked up at run time: check it by hand"]
+
+
 def test_a_lookup_table_of_leaked_inputs_scores_nothing_on_a_fresh_run(tmp_path):
     """Third round: submissions rebuilt the hidden inputs from their feedback, then scored full marks with
     functions that only look answers up in a table keyed by their arguments. Each run now draws fresh inputs

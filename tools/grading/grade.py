@@ -629,7 +629,15 @@ BY_HAND = {
         )
     },
 }
-DYNAMIC = {"getattr", "eval", "exec", "__import__", "import_module", "globals", "vars", "__dict__", "compile"}
+# The builtins that look names up at run time count only as bare names (`eval(...)`) or as attributes of the
+# builtins module (`builtins.eval`): `model.eval()` is a method of the model, not the builtin. `import_module`
+# and `__dict__` count however they are reached.
+BUILTIN_DYNAMIC = {"getattr", "eval", "exec", "__import__", "globals", "vars", "compile"}
+DYNAMIC = (
+    BUILTIN_DYNAMIC
+    | {"import_module", "__dict__"}
+    | {f"{module}.{name}" for module in ("builtins", "__builtins__") for name in BUILTIN_DYNAMIC}
+)
 
 
 def _learner_trees(notebook, template_sources):
@@ -676,7 +684,9 @@ def _definitions_and_aliases(trees):
 
 
 def _mentioned(node):
-    """The names a node uses: names, attributes (and 'name.attr'), and the words of its short strings."""
+    """The names a node uses: names, attributes (and 'name.attr'), and the words of its short strings. An
+    attribute named like a dynamic builtin (`model.eval`) is kept only as 'name.attr', so that it is not taken
+    for the builtin."""
     import ast
 
     names = set()
@@ -684,7 +694,8 @@ def _mentioned(node):
         if isinstance(sub, ast.Name):
             names.add(sub.id)
         elif isinstance(sub, ast.Attribute):
-            names.add(sub.attr)
+            if sub.attr not in BUILTIN_DYNAMIC:
+                names.add(sub.attr)
             if isinstance(sub.value, ast.Name):
                 names.add(f"{sub.value.id}.{sub.attr}")
         elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and len(sub.value) < 200:
