@@ -871,10 +871,13 @@ RECIPES = {
         # q3: divide with / throughout
         "q3": "def tokens_per_second(weight_bytes, cache_bytes, batch, bandwidth):\n"
         "    return batch / ((weight_bytes + batch * cache_bytes) / bandwidth)",
-        # q4: 1 when target * weight_bytes == 0 and target * cache_bytes <= bandwidth, first; None when
-        # target * cache_bytes >= bandwidth; int(...); the ceiling of a / d as -(-a // d), a = target *
-        # weight_bytes, d = bandwidth - target * cache_bytes; max(1, ...); no search
+        # q4: target and bandwidth made exact first, Fraction(...) of each; 1 when target * weight_bytes == 0
+        # and target * cache_bytes <= bandwidth, first; None when target * cache_bytes >= bandwidth; int(...);
+        # the ceiling of a / d as -(-a // d), a = target * weight_bytes, d = bandwidth - target * cache_bytes;
+        # max(1, ...); no search
         "q4": "def batch_for_rate(weight_bytes, cache_bytes, bandwidth, target):\n"
+        "    from fractions import Fraction\n"
+        "    target, bandwidth = Fraction(target), Fraction(bandwidth)\n"
         "    if target * weight_bytes == 0 and target * cache_bytes <= bandwidth:\n"
         "        return 1\n"
         "    if target * cache_bytes >= bandwidth:\n"
