@@ -110,6 +110,7 @@ def answer_fingerprint(spec, env) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+NOT_ANSWERED = "Not answered yet"  # how a check's message for the blank answer (it returns None) begins
 CHECK_SECONDS = 90  # a public check of any question runs in seconds; past this, the answer does not finish
 BUSY_SHARE = 1 / 3  # below this share of the processor in the last CHECK_SECONDS, the check waits longer ...
 BUSY_ROUNDS = 3  # ... up to this many times CHECK_SECONDS in all: a busy machine is not the learner's loop
@@ -269,7 +270,8 @@ class Grader:
                 lines.append(f"Your code raised {raised}: run the cell that defines it (and the cells above) first.")
             else:
                 lines.append(f"Your code raised {raised}")
-        lines.append(kind)
+        if not (raised and not raised.startswith("AssertionError") and kind.startswith(NOT_ANSWERED)):
+            lines.append(kind)  # a check for a blank answer's None says nothing true of an answer that raised
         if line:
             lines.append(f"The line that failed: {line}")
         hints = self.hints.get(question) or []

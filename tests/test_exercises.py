@@ -393,6 +393,21 @@ def test_hints_come_in_steps_without_a_trace(tmp_path, monkeypatch):
     assert env["grader"].check("q2", env).passed
 
 
+def test_an_answer_that_raises_is_not_told_it_returns_none(tmp_path, monkeypatch):
+    """A learner's answers that raised TypeError were told "Your code raised TypeError" and then "Not answered
+    yet: ... returns None, as the blank cell's does": the second line, the first check's message for a blank
+    answer, is false of code that raised, and is left out (a blank answer still gets it)."""
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    student = ROOT / "exercises" / "06_context_window.ipynb"
+    env = _run_first_cell(student.parent, student)
+    exec("def dropped_tokens(conversation, window):\n    return None", env)
+    blank = repr(env["grader"].check("q1", env))
+    assert "Not answered yet" in blank, blank
+    exec("def dropped_tokens(conversation, window):\n    return conversation + None", env)
+    raised = repr(env["grader"].check("q1", env))
+    assert "Your code raised TypeError" in raised and "Not answered yet" not in raised, raised
+
+
 def test_a_changed_answer_starts_the_hints_again(tmp_path, monkeypatch):
     """The hint level counted failures, not answers: three different slips revealed the whole recipe. Re-running
     the same code climbs the steps; changing it (the function's code, not its name) starts them again."""
