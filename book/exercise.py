@@ -134,17 +134,17 @@ def _time_limit(seconds):
     if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
         return
-    wall0, cpu0 = time.monotonic(), time.process_time()
-    rounds = [wall0, cpu0]  # when the current round began: wall and processor seconds
+    start = (time.monotonic(), time.process_time())
+    rounds = [start]  # when each round began: wall and processor seconds
 
     def stop(_signum, _frame):
-        now, cpu = time.monotonic(), time.process_time()
-        share = (cpu - rounds[1]) / max(now - rounds[0], 1e-9)
-        if share < BUSY_SHARE and now - wall0 < seconds * (BUSY_ROUNDS - 0.5):
-            rounds[:] = [now, cpu]
+        now = (time.monotonic(), time.process_time())
+        share = (now[1] - rounds[-1][1]) / max(now[0] - rounds[-1][0], 1e-9)
+        if share < BUSY_SHARE and len(rounds) < BUSY_ROUNDS:
+            rounds.append(now)
             signal.setitimer(signal.ITIMER_REAL, seconds)
             return
-        raise _TooLong(now - wall0, cpu - cpu0)
+        raise _TooLong(now[0] - start[0], now[1] - start[1])
 
     previous = signal.signal(signal.SIGALRM, stop)
     signal.setitimer(signal.ITIMER_REAL, seconds)
