@@ -856,6 +856,10 @@ def test_a_by_hand_rule_flags_an_alias_and_not_the_solution(name):
         ("was = model.training\n    model.eval()\n    model.train(was)", False),
         ("out = eval('model(x)')", True),
         ("out = builtins.eval('model(x)')", True),
+        ("import builtins as b\n    out = b.eval('model(x)')", True),
+        ("b = builtins\n    out = b.eval('model(x)')", True),
+        ("out = B.eval('model(x)')", True),  # B bound at the top: `import builtins as B`
+        ("out = T.generate(model, x)", True),  # T bound at the top: `T = tiny`
         ("out = getattr(model, 'forward')(x)", True),
         ("out = vars(model)['forward'](x)", True),
         ("out = model.__dict__['forward'](x)", True),
@@ -869,13 +873,13 @@ def test_a_method_named_eval_is_not_the_builtin_eval(body, flagged):
     exercise = grade.load_exercise(ROOT / "autograder" / f"{name}.zip")
     notebook = {
         "cells": [
-            {"cell_type": "code", "source": "import builtins"},
+            {"cell_type": "code", "source": "import builtins\nimport builtins as B\nfrom book import tiny\nT = tiny"},
             {"cell_type": "code", "source": f"def generate(model, x):\n    {body}\n    return out"},
         ]
     }
     warnings = [w for w in grade.by_hand_warnings(name, notebook, exercise.template) if w.startswith("q5 ")]
     assert bool(warnings) == flagged, (body, warnings)
-    if flagged:
+    if flagged and "T." not in body:
         assert warnings == [
             "q5 asks for its own code, and its definition reaches a name looked up at run time: check it by hand"
         ]

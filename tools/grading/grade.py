@@ -700,6 +700,18 @@ def _mentioned(node):
                 names.add(f"{sub.value.id}.{sub.attr}")
         elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and len(sub.value) < 200:
             names |= set(sub.value.split()) | set(sub.value.replace(".", " ").split())
+    # aliases made inside the node (`import builtins as b`, `b = builtins`): b.eval is builtins.eval too
+    local = {}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Import):
+            for alias in sub.names:
+                local.setdefault(alias.asname or alias.name, set()).add(alias.name)
+        elif isinstance(sub, ast.Assign) and isinstance(sub.value, (ast.Name, ast.Attribute)):
+            for target in (t for t in sub.targets if isinstance(t, ast.Name)):
+                local.setdefault(target.id, set()).add(ast.unparse(sub.value))
+    for dotted in [n for n in names if "." in n]:
+        base, _, attr = dotted.partition(".")
+        names |= {f"{module}.{attr}" for module in local.get(base, ())}
     return names
 
 
@@ -715,6 +727,13 @@ def _reached(definitions, defined, aliases):
             names = _mentioned(node)
             reached |= names
             todo += [n for n in names if n in defined or n in aliases]
+    # an attribute of an alias is also an attribute of what the alias names: `import builtins as b; b.eval`
+    # reaches builtins.eval, `t = tiny; t.Block` reaches tiny.Block
+    for dotted in [n for n in reached if "." in n]:
+        base, _, attr = dotted.partition(".")
+        if base in aliases and base not in defined:
+            for node in aliases[base]:
+                reached |= {f"{name}.{attr}" for name in _mentioned(node) if "." not in name}
     return reached
 
 
