@@ -701,6 +701,17 @@ def _mentioned(node):
         elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and len(sub.value) < 200:
             names |= set(sub.value.split()) | set(sub.value.replace(".", " ").split())
     # aliases made inside the node (`import builtins as b`, `b = builtins`): b.eval is builtins.eval too
+    local = _local_aliases(node)
+    for dotted in [n for n in names if "." in n]:
+        base, _, attr = dotted.partition(".")
+        names |= {f"{module}.{attr}" for module in local.get(base, ())}
+    return names
+
+
+def _local_aliases(node):
+    """{name: {what it stands for}} of the imports and plain `a = b` or `a = b.c` bindings inside a node."""
+    import ast
+
     local = {}
     for sub in ast.walk(node):
         if isinstance(sub, ast.Import):
@@ -709,10 +720,7 @@ def _mentioned(node):
         elif isinstance(sub, ast.Assign) and isinstance(sub.value, (ast.Name, ast.Attribute)):
             for target in (t for t in sub.targets if isinstance(t, ast.Name)):
                 local.setdefault(target.id, set()).add(ast.unparse(sub.value))
-    for dotted in [n for n in names if "." in n]:
-        base, _, attr = dotted.partition(".")
-        names |= {f"{module}.{attr}" for module in local.get(base, ())}
-    return names
+    return local
 
 
 def _reached(definitions, defined, aliases):
