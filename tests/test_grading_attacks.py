@@ -879,10 +879,9 @@ def test_a_method_named_eval_is_not_the_builtin_eval(body, flagged):
     }
     warnings = [w for w in grade.by_hand_warnings(name, notebook, exercise.template) if w.startswith("q5 ")]
     assert bool(warnings) == flagged, (body, warnings)
-    if flagged and "T." not in body:
-        assert warnings == [
-            "q5 asks for its own code, and its definition reaches a name looked up at run time: check it by hand"
-        ]
+    if flagged:
+        what = "tiny.generate" if "T." in body else "a name looked up at run time"
+        assert warnings == [f"q5 asks for its own code, and its definition reaches {what}: check it by hand"]
 
 
 def test_a_lookup_table_of_leaked_inputs_scores_nothing_on_a_fresh_run(tmp_path):
