@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 from tools.grading import grade, judge
@@ -91,3 +92,33 @@ def test_only_the_runners_own_record_counts_as_too_slow(forged):
 
 def test_a_submission_gets_a_share_of_the_time_limit_a_call():
     assert grade.PROBE_SHARE > 1 and grade.TIMEOUT / grade.PROBE_SHARE >= 10  # an honest call takes well under 1 s
+
+
+def test_an_answer_of_a_type_the_channel_cannot_carry_costs_its_question_only(tmp_path):
+    """A learner's answer in np.longdouble (float128 here) once ended the grading run (exit status 1: its items
+    are NumPy scalars, which JSON cannot write), and the notebook lost every question, the right ones too. Such
+    an answer is now "another type", judged wrong on its own question, and the later probes still answer."""
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "import numpy as np\n"
+                "def weights(n):\n    return np.ones(n, dtype=np.longdouble) / n\n"
+                "def share(n):\n    return np.longdouble(1) / n\n"
+                "def add(a, b):\n    return a + b\n"
+            )
+        ]
+    )
+    nbformat.write(nb, tmp_path / "submission.ipynb")
+    (tmp_path / "probes.py").write_text(
+        "PROBES = [('q1', 'weights', (4,), None), ('q2', 'share', (4,), None), ('q3', 'add', (2, 3), None)]\n"
+    )
+    argv = [sys.executable, "-I", str(RUNNER), str(tmp_path / "submission.ipynb"), str(tmp_path / "probes.py")]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    answers = {r["probe"]: r["answer"] for r in records if "probe" in r}
+    assert run.returncode == 0 and records[-1] == {"done": True}, run.stderr[-500:]
+    if np.dtype(np.longdouble).itemsize > 8:  # x86: float128 (on ARM macOS longdouble is float64, carried as is)
+        assert answers[0] == {"other": f"numpy.ndarray of {np.dtype(np.longdouble).name}"}
+        assert answers[1] == {"other": "numpy.longdouble"}
+        assert all(isinstance(judge.decode(answers[k]), judge.Other) for k in (0, 1))
+    assert answers[2] == {"int": 5}

@@ -94,10 +94,16 @@ def encode(x, depth=0):  # noqa: C901 (one branch per type the channel carries)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         if t is numpy.ndarray:
-            if x.size > MAX_ITEMS or x.dtype.kind not in "biuf":
+            # longdouble (float128) is a float whose items tolist() keeps as NumPy scalars, which JSON cannot write
+            if x.size > MAX_ITEMS or x.dtype.kind not in "biuf" or x.dtype.itemsize > 8:
                 return {"other": f"numpy.ndarray of {x.dtype}"}
             return {"ndarray": {"dtype": x.dtype.name, "shape": list(x.shape), "data": x.ravel().tolist()}}
-        if isinstance(x, numpy.generic) and t.__module__ == "numpy" and x.dtype.kind in "biuf":
+        if (
+            isinstance(x, numpy.generic)
+            and t.__module__ == "numpy"
+            and x.dtype.kind in "biuf"
+            and x.dtype.itemsize <= 8
+        ):
             return {"npscalar": {"dtype": x.dtype.name, "value": x.item()}}
     torch = sys.modules.get("torch")
     if torch is not None and t is torch.Tensor:
@@ -132,7 +138,11 @@ def main(notebook_path, probes_path, with_args=False, probe_seconds=None):
     sys.stdout = open(os.devnull, "w")
 
     def emit(record):
-        out.write(json.dumps(record) + "\n")
+        try:
+            line = json.dumps(record)
+        except (TypeError, ValueError):  # an answer encode() let through that JSON cannot write: that answer alone
+            line = json.dumps({**record, "answer": {"other": "a value the grader cannot read"}})
+        out.write(line + "\n")
         out.flush()
 
     _stub_otter()
