@@ -1189,3 +1189,33 @@ def test_a_check_that_waits_gets_more_time_and_is_told_so(monkeypatch):
     exec("import time\ndef allowed_pairs(n):\n    while True:\n        time.sleep(0.05)", env)
     stopped = repr(env["grader"].check("q2", env))
     assert re.search(r"the check stopped after [12] s", stopped) and "had the processor for little" in stopped, stopped
+
+
+def test_train_once_gives_what_training_again_gives(monkeypatch):
+    """The capstone's checks train one small model in several checks and probes (book.exercise.train_once):
+    the second call loads what the first reached, bit for bit what `tiny.train` gives again, and another start
+    (other weights, other arguments) trains afresh."""
+    import torch
+
+    from book import exercise, tiny
+
+    _, data = tiny.corpus()
+    shape = dict(vocab=25, context=32, d_model=8, n_heads=2, n_layers=1, d_ff=16)
+    torch.manual_seed(3)
+    start = tiny.TinyGPT(tiny.TinyConfig(**shape)).to(torch.float64)
+    plain, first, again, other = (copy.deepcopy(start) for _ in range(4))
+    args = dict(steps=5, batch=4, seed=1, window=8)
+    expected = tiny.train(plain, data, **args)
+    assert exercise.train_once(first, data, **args) == expected
+    monkeypatch.setattr(tiny, "train", lambda *a, **k: pytest.fail("trained again"))
+    assert exercise.train_once(again, data, **args) == expected
+    for a, b in zip(plain.state_dict().values(), again.state_dict().values()):
+        assert torch.equal(a, b)
+    monkeypatch.undo()
+    with torch.no_grad():
+        next(other.parameters()).add_(1.0)
+    trained = []
+    monkeypatch.setattr(tiny, "train", lambda *a, **k: trained.append(1) or [0.0])
+    exercise.train_once(other, data, **args)
+    exercise.train_once(copy.deepcopy(start), data, **dict(args, steps=6))
+    assert len(trained) == 2
