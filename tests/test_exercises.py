@@ -807,9 +807,11 @@ RECIPES = {
         "    p = np.asarray(chances, dtype=float)\n"
         "    return -(p * np.log(np.where(p > 0, p, 1.0))).sum(axis=1)",
         # q3: float(...); add up k chances; sort with np.sort(...)[::-1] first; 1.0 when k >= len(chances), first
+        # (and float64 first, np.asarray(chances, dtype=np.float64): float32 chances are summed in float64)
         "q3": "def largest_top_p(chances, k):\n"
         "    if k >= len(chances):\n"
         "        return 1.0\n"
+        "    chances = np.asarray(chances, dtype=np.float64)\n"
         "    return float(np.sort(chances)[::-1][:k].sum())",
         # q4: p = np.asarray(chances, dtype=float); the first top_k ids of np.argsort(-p, kind="stable"); the running total of their chances over their
         # sum; the count kept as in question 3 (up to the first total within 1e-9 of top_p); their chances copied
